@@ -1,0 +1,17 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+
+// Tests import the workspace packages from source; the packaging test imports the builds.
+const alias = { '@pathgate/core': src('core') };
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    projects: [
+      { resolve: { alias }, test: { name: 'core', include: ['packages/core/test/**/*.test.ts'] } },
+      { resolve: { alias }, test: { name: 'e2e', include: ['test/**/*.test.ts'] } },
+    ],
+  },
+});
