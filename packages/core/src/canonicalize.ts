@@ -1,0 +1,129 @@
+import { joinSegments, pathSegmentKind, walkSegments } from './segments.js';
+
+/** Why a value or a root could not be canonicalized. */
+export type CanonicalizeFailure =
+  | 'not-a-string'
+  | 'nul-byte'
+  | 'invalid-unicode'
+  | 'relative-root'
+  | 'resolve-failed';
+
+export type CanonicalizeResult =
+  | { ok: true; path: string }
+  | { ok: false; reason: CanonicalizeFailure };
+
+export interface CanonicalizeOptions {
+  /**
+   * Called with the lexical canonical path (of the root, and of every value),
+   * for example to resolve symlinks. It must return an absolute path; a throw
+   * or anything else denies with `resolve-failed`. Default: none.
+   */
+  resolve?: ((path: string) => string) | undefined;
+}
+
+/** A canonical path and its segments, as the policy's matcher wants them. */
+export interface CanonicalPath {
+  path: string;
+  segments: string[];
+}
+
+export type Canonical =
+  | { ok: true; value: CanonicalPath }
+  | { ok: false; reason: CanonicalizeFailure };
+
+const NON_ASCII = /[\u0080-\uffff]/;
+
+/** Steps 1–4: a string, no NUL, well-formed UTF-16; returns its NFC form. */
+export function readText(value: unknown): string | { reason: CanonicalizeFailure } {
+  // 1. only strings are paths: no coercion of numbers, arrays or objects
+  if (typeof value !== 'string') return { reason: 'not-a-string' };
+  // 2. a NUL truncates the path in C APIs underneath fs calls
+  if (value.includes('\0')) return { reason: 'nul-byte' };
+  // 3. a lone surrogate has no UTF-8 form: the file system would see U+FFFD
+  if (!value.isWellFormed()) return { reason: 'invalid-unicode' };
+  // 4. NFC, so NFD look-alikes of one name compare equal (ASCII is already NFC)
+  return NON_ASCII.test(value) ? value.normalize('NFC') : value;
+}
+
+/**
+ * Steps 5–7 on a checked text: joined to `base` unless absolute, then the
+ * lexical walk. The core never decodes: `%2e`, `\` and `~` are ordinary.
+ */
+function walk(text: string, base: readonly string[]): CanonicalPath {
+  const start = text.startsWith('/') ? [] : base.slice();
+  const segments = walkSegments(text.split('/'), pathSegmentKind, start);
+  return { path: joinSegments(segments), segments };
+}
+
+/** Step 8: the resolver's answer is distrusted and normalized again (steps 2–7). */
+function resolveStep(lexical: CanonicalPath, resolve: (path: string) => string): Canonical {
+  let resolved: unknown;
+  try {
+    resolved = resolve(lexical.path);
+  } catch {
+    return { ok: false, reason: 'resolve-failed' };
+  }
+  if (typeof resolved !== 'string' || !resolved.startsWith('/')) {
+    return { ok: false, reason: 'resolve-failed' };
+  }
+  const text = readText(resolved);
+  if (typeof text !== 'string') return { ok: false, reason: text.reason };
+  return { ok: true, value: walk(text, []) };
+}
+
+/** Steps 5–8 for a checked value against an already canonical root. */
+export function canonicalizeText(
+  text: string,
+  root: readonly string[],
+  resolve: ((path: string) => string) | undefined,
+): Canonical {
+  const lexical = walk(text, root);
+  return resolve ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
+}
+
+/** The root's own steps: 1–4, absolute or `relative-root`, 5–8. */
+export function canonicalizeRoot(
+  root: unknown,
+  resolve: ((path: string) => string) | undefined,
+): Canonical {
+  const text = readText(root);
+  if (typeof text !== 'string') return { ok: false, reason: text.reason };
+  if (!text.startsWith('/')) return { ok: false, reason: 'relative-root' };
+  return canonicalizeText(text, [], resolve);
+}
+
+/** Full canonicalization of a value against a canonical root's segments. */
+export function canonicalizeValue(
+  value: unknown,
+  root: readonly string[],
+  resolve: ((path: string) => string) | undefined,
+): Canonical {
+  const text = readText(value);
+  if (typeof text !== 'string') return { ok: false, reason: text.reason };
+  return canonicalizeText(text, root, resolve);
+}
+
+/**
+ * Canonicalizes `value` against the sandbox `root` (DESIGN.md, steps 1–8):
+ * the value's type and text are checked first, then the root's, then the
+ * value is joined, walked lexically and, with `options.resolve`, resolved.
+ */
+export function canonicalize(
+  value: unknown,
+  root: unknown,
+  options?: CanonicalizeOptions,
+): CanonicalizeResult {
+  const text = readText(value);
+  if (typeof text !== 'string') return { ok: false, reason: text.reason };
+  const resolve = options?.resolve;
+  const base = canonicalizeRoot(root, resolve);
+  if (!base.ok) return base;
+  const result = canonicalizeText(text, base.value.segments, resolve);
+  return result.ok ? { ok: true, path: result.value.path } : result;
+}
+
+/** True when the canonical `path` is `root` or lies below it. */
+export function isWithin(path: string, root: string): boolean {
+  if (root === '/') return true;
+  return path === root || (path.startsWith(root) && path.charCodeAt(root.length) === 47);
+}

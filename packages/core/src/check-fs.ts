@@ -1,0 +1,50 @@
+import { type CanonicalizeFailure, canonicalizeValue } from './canonicalize.js';
+import { type CompiledPolicy, kCompiled, type PermissionPolicy } from './policy.js';
+
+export type FsAccessMode = 'read' | 'write';
+
+export type DenyReason = 'path-not-in-allowlist' | 'mode-not-permitted' | CanonicalizeFailure;
+
+/**
+ * A decision. `outcome` and `reason` are the contract; `path` (the canonical
+ * path, when there is one) and `rule` (the rule that decided) explain it for
+ * logs. Never send `path` or `rule` to a client.
+ */
+export type CheckResult =
+  | { outcome: 'allow'; path: string; rule: string }
+  | { outcome: 'deny'; reason: DenyReason; path?: string; rule?: string };
+
+function compiledOf(policy: PermissionPolicy): CompiledPolicy {
+  const compiled = (policy as { [kCompiled]?: CompiledPolicy } | null)?.[kCompiled];
+  if (!compiled) throw new TypeError('checkFs: policy must be a PermissionPolicy');
+  return compiled;
+}
+
+/**
+ * Decides whether `path` may be used in `mode`: canonicalize against the
+ * policy root, then allow when any matching rule grants the mode, otherwise
+ * `mode-not-permitted` when some rule matched, otherwise
+ * `path-not-in-allowlist`. Synchronous, no I/O (unless `resolve` does).
+ */
+export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessMode): CheckResult {
+  if (mode !== 'read' && mode !== 'write') {
+    throw new TypeError(`checkFs: mode must be "read" or "write", got ${String(mode)}`);
+  }
+  const { root, resolve, index } = compiledOf(policy);
+  const canonical = canonicalizeValue(path, root.segments, resolve);
+  if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
+  const { segments, path: canonicalPath } = canonical.value;
+  const write = mode === 'write';
+  let matched: string | undefined;
+  for (const entries of index.candidates(segments)) {
+    for (const { rule, glob } of entries) {
+      if (!glob.match(segments)) continue;
+      if (!write || rule.write) return { outcome: 'allow', path: canonicalPath, rule: rule.text };
+      matched ??= rule.text;
+    }
+  }
+  if (matched !== undefined) {
+    return { outcome: 'deny', reason: 'mode-not-permitted', path: canonicalPath, rule: matched };
+  }
+  return { outcome: 'deny', reason: 'path-not-in-allowlist', path: canonicalPath };
+}

@@ -1,0 +1,169 @@
+import { expandGlob, type GlobToken } from './glob-expand.js';
+import { GlobSyntaxError, parseGlob } from './glob-parse.js';
+import { pathSegmentKind, type SegmentKind, walkSegments } from './segments.js';
+import { matchSequence, type SequencePattern } from './sequence-match.js';
+
+/**
+ * Compile: glob text → one matcher per brace alternative, each with its
+ * literal root (the leading segments holding no glob syntax), which the
+ * policy uses to index it. Done once per rule, at build time.
+ */
+export interface CompiledGlob {
+  /** Leading literal segments, from `/`: a path not at or below them never matches. */
+  readonly literalRoot: readonly string[];
+  /** Matches a canonical path's segments whose first `literalRoot.length` equal the root. */
+  match(segments: readonly string[]): boolean;
+}
+
+interface GlobSegment {
+  readonly tokens: readonly GlobToken[];
+  /** The segment's text when it holds only literal characters. */
+  readonly literal: string | undefined;
+  /** Holds a wildcard, a class, or characters from braces. */
+  readonly syntax: boolean;
+}
+
+/** One segment of a pattern below its literal root. */
+type SegmentMatcher = { globstar: true } | { globstar: false; test(segment: string): boolean };
+
+function toSegment(tokens: GlobToken[]): GlobSegment {
+  const literal = tokens.every((t) => t.type === 'char')
+    ? tokens.map((t) => (t as { value: string }).value).join('')
+    : undefined;
+  const syntax = tokens.some((t) => t.type !== 'char' || t.syntax);
+  return { tokens, literal, syntax };
+}
+
+function literalSegment(text: string): GlobSegment {
+  return { tokens: [], literal: text, syntax: false };
+}
+
+function splitOnSlash(tokens: readonly GlobToken[]): GlobSegment[] {
+  const segments: GlobSegment[] = [];
+  let current: GlobToken[] = [];
+  for (const t of tokens) {
+    if (t.type === 'slash') {
+      segments.push(toSegment(current));
+      current = [];
+    } else current.push(t);
+  }
+  segments.push(toSegment(current));
+  return segments;
+}
+
+const segmentKind = (s: GlobSegment): SegmentKind =>
+  s.literal === undefined ? 'name' : pathSegmentKind(s.literal);
+
+function refusePopOfSyntax(popped: GlobSegment): void {
+  if (popped.syntax) throw new GlobSyntaxError('".." cannot pop a segment holding glob syntax');
+}
+
+const isStarsOnly = (tokens: readonly GlobToken[]) =>
+  tokens.every((t) => t.type === 'star' || t.type === 'char');
+
+/** `*` and literals only (`*.png`, `a*b*c`): prefix, suffix, then leftmost chunks. */
+function starChunksTest(tokens: readonly GlobToken[]): (s: string) => boolean {
+  const chunks = [''];
+  for (const t of tokens) {
+    if (t.type === 'star') chunks.push('');
+    else chunks[chunks.length - 1] += (t as { value: string }).value;
+  }
+  const first = chunks[0] as string;
+  const last = chunks[chunks.length - 1] as string;
+  const middle = chunks.slice(1, -1).filter((c) => c !== '');
+  return (s) => {
+    const end = s.length - last.length;
+    if (end < first.length || !s.startsWith(first) || !s.endsWith(last)) return false;
+    let pos = first.length;
+    for (const chunk of middle) {
+      const at = s.indexOf(chunk, pos);
+      if (at < 0 || at + chunk.length > end) return false;
+      pos = at + chunk.length;
+    }
+    return true;
+  };
+}
+
+function tokenMatches(t: GlobToken, char: string): boolean {
+  if (t.type === 'char') return t.value === char;
+  if (t.type !== 'class') return true; // `?`
+  const cp = char.codePointAt(0) as number;
+  return t.ranges.some(([lo, hi]) => cp >= lo && cp <= hi) !== t.negated;
+}
+
+/** `?` and classes: dynamic programming over code points. */
+function codePointTest(tokens: readonly GlobToken[]): (s: string) => boolean {
+  const pattern: SequencePattern<GlobToken, string> = {
+    elements: tokens,
+    isStar: (t) => t.type === 'star',
+    starTakes: () => true,
+    matchOne: tokenMatches,
+  };
+  return (s) => matchSequence(pattern, Array.from(s), 0);
+}
+
+function segmentMatcher(segment: GlobSegment, dot: boolean): SegmentMatcher {
+  const { tokens, literal } = segment;
+  if (literal !== undefined) return { globstar: false, test: (s) => s === literal };
+  if (tokens.length === 2 && tokens[0]?.type === 'star' && tokens[1]?.type === 'star') {
+    return { globstar: true };
+  }
+  const test = isStarsOnly(tokens) ? starChunksTest(tokens) : codePointTest(tokens);
+  // Dotfiles: only a segment that itself begins with a literal `.` may match one.
+  const first = tokens[0];
+  if (dot || (first?.type === 'char' && first.value === '.')) return { globstar: false, test };
+  return { globstar: false, test: (s) => s.charCodeAt(0) !== 46 && test(s) };
+}
+
+/** Consecutive `**` match what one does; collapsing them keeps matching linear. */
+function collapseGlobstars(matchers: SegmentMatcher[]): SegmentMatcher[] {
+  return matchers.filter((m, i) => !(m.globstar && matchers[i - 1]?.globstar));
+}
+
+function compileMatcher(
+  matchers: SegmentMatcher[],
+  offset: number,
+  dot: boolean,
+): (segments: readonly string[]) => boolean {
+  if (!matchers.some((m) => m.globstar)) {
+    const tests = matchers.map((m) => (m as { test(s: string): boolean }).test);
+    return (segments) => {
+      if (segments.length - offset !== tests.length) return false;
+      for (let i = 0; i < tests.length; i++) {
+        if (!(tests[i] as (s: string) => boolean)(segments[offset + i] as string)) return false;
+      }
+      return true;
+    };
+  }
+  const pattern: SequencePattern<SegmentMatcher, string> = {
+    elements: collapseGlobstars(matchers),
+    isStar: (m) => m.globstar,
+    starTakes: (s) => dot || s.charCodeAt(0) !== 46,
+    matchOne: (m, s) => !m.globstar && m.test(s),
+  };
+  return (segments) => matchSequence(pattern, segments, offset);
+}
+
+function compileAlternative(
+  tokens: readonly GlobToken[],
+  base: readonly string[] | undefined,
+  dot: boolean,
+): CompiledGlob {
+  const start = base ? base.map(literalSegment) : [];
+  const segments = walkSegments(splitOnSlash(tokens), segmentKind, start, refusePopOfSyntax);
+  let rootLength = 0;
+  while (rootLength < segments.length && !segments[rootLength]?.syntax) rootLength++;
+  const literalRoot = segments.slice(0, rootLength).map((s) => s.literal as string);
+  const matchers = segments.slice(rootLength).map((s) => segmentMatcher(s, dot));
+  return { literalRoot, match: compileMatcher(matchers, rootLength, dot) };
+}
+
+/**
+ * Compiles normalized glob text (NFC, no NUL, well-formed, no leading `!`).
+ * A glob not starting with `/` is joined to `root`, the canonical root's
+ * segments. Throws GlobSyntaxError.
+ */
+export function compileGlob(text: string, root: readonly string[], dot: boolean): CompiledGlob[] {
+  const base = text.startsWith('/') ? undefined : root;
+  return expandGlob(parseGlob(text)).map((tokens) => compileAlternative(tokens, base, dot));
+}

@@ -1,0 +1,38 @@
+import { type CodePointRange, type GlobNode, GlobSyntaxError } from './glob-parse.js';
+
+/**
+ * Expand: a syntax tree → its brace-free alternatives. Each token remembers
+ * whether it is glob syntax: wildcards and classes always, and literal
+ * characters that came from inside braces (so `{a,b}` still counts as glob
+ * syntax for the literal root and for `..`, as in the unexpanded text).
+ */
+export type GlobToken =
+  | { type: 'char'; value: string; syntax: boolean }
+  | { type: 'slash' }
+  | { type: 'star' }
+  | { type: 'any' }
+  | { type: 'class'; negated: boolean; ranges: readonly CodePointRange[] };
+
+/** Rule text is configuration, but `{a,b}{a,b}…` still must not explode at build time. */
+export const MAX_EXPANSIONS = 1024;
+
+function token(node: Exclude<GlobNode, { type: 'brace' }>, braced: boolean): GlobToken {
+  return node.type === 'char' ? { ...node, syntax: braced } : node;
+}
+
+export function expandGlob(nodes: readonly GlobNode[], braced = false): GlobToken[][] {
+  let results: GlobToken[][] = [[]];
+  for (const node of nodes) {
+    if (node.type !== 'brace') {
+      const t = token(node, braced);
+      for (const result of results) result.push(t);
+      continue;
+    }
+    const alternatives = node.alternatives.flatMap((alt) => expandGlob(alt, true));
+    if (results.length * alternatives.length > MAX_EXPANSIONS) {
+      throw new GlobSyntaxError(`braces expand to more than ${MAX_EXPANSIONS} alternatives`);
+    }
+    results = results.flatMap((head) => alternatives.map((tail) => [...head, ...tail]));
+  }
+  return results;
+}

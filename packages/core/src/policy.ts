@@ -1,0 +1,100 @@
+import { type CanonicalizeOptions, type CanonicalPath, canonicalizeRoot } from './canonicalize.js';
+import { type CompiledRule, compileRule } from './rule.js';
+import { RuleIndex } from './rule-index.js';
+
+export interface PermissionPolicyOptions {
+  /** The sandbox root, an absolute path; literal text (`[`, `*` are ordinary). Default `'/'`. */
+  root?: string | undefined;
+  /** The allowlist: `fs` rules `[r:|rw:]<glob>`. `fs: []` denies everything. Required. */
+  permissions: { fs: readonly string[] };
+  /** Let wildcards match dotfiles. Default `false`. */
+  dot?: boolean | undefined;
+  /** Resolver for canonical paths (and the root), e.g. `resolveSymlinks`. Default: none. */
+  resolve?: CanonicalizeOptions['resolve'];
+}
+
+/** What `checkFs` reads: prepared once, never per check. */
+export interface CompiledPolicy {
+  readonly root: CanonicalPath;
+  readonly resolve: CanonicalizeOptions['resolve'];
+  readonly index: RuleIndex;
+}
+
+/** Not exported from the package: how `checkFs` reaches a policy's compiled form. */
+export const kCompiled: unique symbol = Symbol('pathgate.compiledPolicy');
+
+const KNOWN = new Set(['root', 'permissions', 'dot', 'resolve']);
+const hasOwn = Object.prototype.hasOwnProperty;
+
+function fail(message: string): never {
+  throw new TypeError(`PermissionPolicy: ${message}`);
+}
+
+/** An own key holding `undefined` counts as absent; `null` is an error. */
+function option(source: object, key: string): unknown {
+  return hasOwn.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
+}
+
+function readRules(options: object): readonly unknown[] {
+  const permissions = option(options, 'permissions');
+  if (typeof permissions !== 'object' || permissions === null) {
+    fail('permissions must be an object with an fs array');
+  }
+  const fs = option(permissions, 'fs');
+  if (!Array.isArray(fs)) fail('permissions.fs must be an array of rule strings');
+  return fs;
+}
+
+function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalPath {
+  const root = option(options, 'root');
+  const text = root === undefined ? '/' : root;
+  if (typeof text !== 'string')
+    fail(`root must be a string, got ${text === null ? 'null' : typeof text}`);
+  const result = canonicalizeRoot(text, resolve);
+  if (!result.ok) fail(`root must canonicalize to an absolute path (${result.reason})`);
+  return result.value;
+}
+
+function readOptions(options: unknown): {
+  compiled: CompiledPolicy;
+  rules: readonly string[];
+  dot: boolean;
+} {
+  if (typeof options !== 'object' || options === null) fail('options must be an object');
+  for (const key of Object.keys(options)) if (!KNOWN.has(key)) fail(`unknown option "${key}"`);
+  const dotOption = option(options, 'dot');
+  if (dotOption !== undefined && typeof dotOption !== 'boolean') fail('dot must be a boolean');
+  const dot = dotOption === true;
+  const resolve = option(options, 'resolve');
+  if (resolve !== undefined && typeof resolve !== 'function') fail('resolve must be a function');
+  const typedResolve = resolve as CompiledPolicy['resolve'];
+  const root = readRoot(options, typedResolve);
+  const texts = readRules(options);
+  const rules: CompiledRule[] = texts.map((t, i) => compileRule(t, i, root.segments, dot));
+  const index = new RuleIndex(rules);
+  return { compiled: { root, resolve: typedResolve, index }, rules: rules.map((r) => r.text), dot };
+}
+
+/**
+ * A compiled allowlist: the root is canonicalized and every rule parsed and
+ * indexed once, here; bad configuration is a TypeError naming the option or
+ * the rule. Immutable: build a new policy to change it.
+ */
+export class PermissionPolicy {
+  /** The canonical (and, with `resolve`, resolved) sandbox root. */
+  readonly root: string;
+  /** The rules as given. */
+  readonly rules: readonly string[];
+  readonly dot: boolean;
+  /** @internal */
+  readonly [kCompiled]: CompiledPolicy;
+
+  constructor(options: PermissionPolicyOptions) {
+    const { compiled, rules, dot } = readOptions(options);
+    this[kCompiled] = compiled;
+    this.root = compiled.root.path;
+    this.rules = Object.freeze([...rules]);
+    this.dot = dot;
+    Object.freeze(this);
+  }
+}

@@ -1,0 +1,126 @@
+import * as fs from 'node:fs';
+
+/** Links followed in one call before giving up, as Linux does (ELOOP). */
+const MAX_LINKS = 40;
+
+/**
+ * A ready `resolve` option for `canonicalize` and `PermissionPolicy`: resolves
+ * the symbolic links of an absolute, lexically canonical POSIX path, so that a
+ * link inside the sandbox that points outside it is seen as outside.
+ *
+ * It walks the path one component at a time with `lstat`, the way the kernel
+ * looks a path up:
+ *
+ * - a symbolic link is replaced by its target, absolute or relative to the
+ *   link's (already resolved) directory, and the walk goes on through the
+ *   target and then the rest of the path. A `..` in a target goes up from the
+ *   real directory reached so far, as the kernel does;
+ * - a dangling link (its target does not exist yet) resolves to its target, so
+ *   a write through `uploads/x -> /etc/cron.d/job` is seen at `/etc/cron.d/job`;
+ * - the first component that does not exist ends the walk: it and the rest are
+ *   appended as they are (an upload target that is about to be created);
+ * - a component below a regular file (which the kernel answers with ENOTDIR)
+ *   is appended the same way: nothing can exist there, so nothing there can be
+ *   a link, and any access to it fails;
+ * - after a missing component or a regular file, a `..` still to walk (it can
+ *   only come from a link target) throws ENOENT or ENOTDIR: the kernel would
+ *   fail the lookup there, and a lexical `..` could land anywhere;
+ * - a link whose target is not valid UTF-8 throws (code `EILSEQ`): decoding it
+ *   lossily could hide a link under a name that merely looks missing.
+ *
+ * It throws, and the core then denies with `resolve-failed`, on: a path that
+ * is not a string starting with `/`; more than 40 links in one walk (a loop,
+ * a self-link: code `ELOOP`); a link target that is not UTF-8; and every
+ * file system error other than a missing component (EACCES, ENAMETOOLONG,
+ * EIO, ...), so it fails closed.
+ *
+ * The result is an absolute path starting with `/`, with no trailing slash
+ * (the root is `/`), and no `.`, `..` or empty segments.
+ *
+ * What it cannot promise:
+ * - it checks, then the caller uses: a link created or changed between the
+ *   two (a race, TOCTOU) is not seen. Open the file with the returned path,
+ *   never with the raw one, and keep the sandbox unwritable to others;
+ * - hard links and bind mounts are not links: a hard link to a file outside,
+ *   or a directory bind-mounted into the sandbox, looks like it is inside;
+ * - it does synchronous file system I/O (one `lstat` per component, plus one
+ *   `readlink` per link) on every call, on the request path.
+ *
+ * @param path An absolute, lexically canonical POSIX path.
+ * @returns The path with its existing links resolved.
+ * @throws On a relative path, a link loop, or a file system error.
+ */
+export function resolveSymlinks(path: string): string {
+  // Only absolute paths: a relative one would depend on process.cwd().
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new TypeError('resolveSymlinks: the path must be a string starting with "/"');
+  }
+  // `real` holds resolved components (no links); `todo` is a stack, next segment last.
+  const real: string[] = [];
+  const todo = segmentsOf(path).reverse();
+  let links = 0;
+  for (let segment = todo.pop(); segment !== undefined; segment = todo.pop()) {
+    // `..` goes up from a real directory, so popping it is the physical parent.
+    if (segment === '..') {
+      real.pop();
+      continue;
+    }
+    const here = joinSegments([...real, segment]);
+    // lstat, not stat: a link must be seen as a link to be followed here.
+    const stat = fs.lstatSync(here, { throwIfNoEntry: false });
+    // Missing: nothing below exists yet, so the rest is appended as it is.
+    if (stat === undefined) return appendRest(real, [segment, ...todo.reverse()], 'ENOENT');
+    if (stat.isSymbolicLink()) {
+      // Cap the links followed, so a loop throws instead of spinning.
+      links += 1;
+      if (links > MAX_LINKS) throw fsError('ELOOP', 'too many symbolic links', path);
+      followLink(readTarget(here), real, todo);
+      continue;
+    }
+    real.push(segment);
+    // Below a regular file nothing can exist (ENOTDIR): append the rest.
+    if (!stat.isDirectory() && todo.length > 0) {
+      return appendRest(real, todo.reverse(), 'ENOTDIR');
+    }
+  }
+  return joinSegments(real);
+}
+
+/** Reads a link's target; one that is not UTF-8 throws rather than being guessed at. */
+function readTarget(link: string): string {
+  // A lossy decode could turn a name that is a link into one that looks missing.
+  const raw = fs.readlinkSync(link, { encoding: 'buffer' });
+  const target = raw.toString('utf8');
+  if (!Buffer.from(target, 'utf8').equals(raw))
+    throw fsError('EILSEQ', 'link target is not UTF-8', link);
+  return target;
+}
+
+/** Puts a link's target in front of what is left to walk. */
+function followLink(target: string, real: string[], todo: string[]): void {
+  // An absolute target restarts at `/`; a relative one starts at the link's directory.
+  if (target.startsWith('/')) real.length = 0;
+  todo.push(...segmentsOf(target).reverse());
+}
+
+/** Joins the segments that cannot exist after the real prefix. */
+function appendRest(real: readonly string[], rest: readonly string[], code: string): string {
+  // The kernel fails a `..` after a missing component: so do we, not lexically.
+  if (rest.includes('..')) throw fsError(code, 'cannot walk ".." from here', rest.join('/'));
+  return joinSegments([...real, ...rest]);
+}
+
+/** Splits a path or a link target; empty and `.` segments name nothing. */
+function segmentsOf(path: string): string[] {
+  return path.split('/').filter((segment) => segment !== '' && segment !== '.');
+}
+
+/** `/` plus the segments: no trailing slash, the root is `/`. */
+function joinSegments(segments: readonly string[]): string {
+  return `/${segments.join('/')}`;
+}
+
+/** An error shaped like Node's own file system errors (`code` set). */
+function fsError(code: string, message: string, path: string): Error {
+  return Object.assign(new Error(`${code}: ${message}, '${path}'`), { code, path });
+}

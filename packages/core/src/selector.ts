@@ -1,0 +1,61 @@
+/** One key (`'path'`) or a list of keys and indexes (`['files', 0, 'path']`). */
+export type Selector = string | readonly (string | number)[];
+
+/** A validated selector: its steps, and its text for messages and names. */
+export interface CompiledSelector {
+  readonly steps: readonly (string | number)[];
+  readonly label: string;
+}
+
+/** What a selector found: nothing, or a value (which may still fail to canonicalize). */
+export type Selection = { present: false } | { present: true; value: unknown };
+
+const MISSING: Selection = { present: false };
+const hasOwn = Object.prototype.hasOwnProperty;
+
+function isStep(step: unknown): step is string | number {
+  if (typeof step === 'string') return step.length > 0;
+  return typeof step === 'number' && Number.isInteger(step) && step >= 0;
+}
+
+/** Validates a selector once, at build time; returns undefined when malformed. */
+export function compileSelector(selector: unknown): CompiledSelector | undefined {
+  const steps = typeof selector === 'string' ? [selector] : selector;
+  if (!Array.isArray(steps) || steps.length === 0 || !steps.every(isStep)) return undefined;
+  return { steps: Object.freeze([...steps]), label: steps.join('.') };
+}
+
+/** Selector validation that throws the builders' TypeError. */
+export function requireSelector(selector: unknown, what: string): CompiledSelector {
+  const compiled = compileSelector(selector);
+  if (compiled) return compiled;
+  throw new TypeError(
+    `${what}: a selector is a non-empty key or a non-empty list of non-empty keys and non-negative integer indexes`,
+  );
+}
+
+/**
+ * Reads own properties for keys and array elements for indexes, never the
+ * prototype chain. A key holding `undefined` is missing; an in-bounds index
+ * ending the selector selects its element even when it is a hole.
+ */
+export function select(args: unknown, selector: CompiledSelector): Selection {
+  let current = args;
+  for (const step of selector.steps) {
+    if (typeof step === 'number') {
+      if (!Array.isArray(current) || step >= current.length) return MISSING;
+      current = current[step];
+    } else {
+      if (typeof current !== 'object' || current === null || Array.isArray(current)) return MISSING;
+      if (!hasOwn.call(current, step)) return MISSING;
+      current = (current as Record<string, unknown>)[step];
+      if (current === undefined) return MISSING;
+    }
+  }
+  return { present: true, value: current };
+}
+
+/** The values to check: a selected array is checked element by element (holes included). */
+export function selectedValues(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? Array.from(value) : [value];
+}
