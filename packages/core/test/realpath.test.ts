@@ -1,0 +1,145 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymlinks } from '../src/realpath.js';
+
+// The temp dir as os.tmpdir() spells it (it may hold a link), and with its links resolved.
+let base = '';
+let real = '';
+
+const at = (relative: string): string => path.posix.join(base, relative);
+const expected = (relative: string): string => path.posix.join(real, relative);
+
+function file(relative: string): void {
+  fs.mkdirSync(path.dirname(at(relative)), { recursive: true });
+  fs.writeFileSync(at(relative), 'x');
+}
+
+function link(relative: string, target: string): void {
+  fs.mkdirSync(path.dirname(at(relative)), { recursive: true });
+  fs.symlinkSync(target, at(relative));
+}
+
+function errorOf(run: () => unknown): { name?: string; code?: string } {
+  try {
+    run();
+  } catch (error) {
+    return error as { name?: string; code?: string };
+  }
+  throw new Error('expected a throw');
+}
+
+beforeAll(() => {
+  base = path.posix.resolve(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-realpath-')));
+  real = fs.realpathSync(base);
+  file('sandbox/file.txt');
+  file('sandbox/dir/nested.txt');
+  file('outside/secret.txt');
+  file('outside/dir/file.txt');
+  link('sandbox/out', `${base}/outside`);
+  link('sandbox/out-file', `${base}/outside/secret.txt`);
+  link('sandbox/dir-link', `${base}/outside/dir`);
+  link('sandbox/alias', 'file.txt');
+  link('sandbox/chain1', 'chain2');
+  link('sandbox/chain2', 'dir/chain3');
+  link('sandbox/dir/chain3', '../../outside/secret.txt');
+  link('sandbox/upload', `${base}/outside/cron.d/job`);
+  link('sandbox/dir/up', '../../outside/new.txt');
+  link('sandbox/dangle-chain', 'upload');
+  link('sandbox/physical', 'dir-link/../secret.txt');
+  link('sandbox/under-file', 'file.txt/x');
+  link('sandbox/root', '/');
+  link('sandbox-link', 'sandbox');
+  link('sandbox/loop-a', 'loop-b');
+  link('sandbox/loop-b', 'loop-a');
+  link('sandbox/self', 'self');
+  link('sandbox/missing-up', 'nowhere/../../outside');
+  link('sandbox/file-up', 'file.txt/../dir');
+  fs.symlinkSync(Buffer.from([0x6e, 0xff]), at('sandbox/not-utf8'));
+  // l0 -> l1 -> ... -> l40 -> end.txt: from l1 that is 40 links, from l0 it is 41.
+  file('long/end.txt');
+  for (let i = 0; i <= 40; i += 1) link(`long/l${i}`, i === 40 ? 'end.txt' : `l${i + 1}`);
+});
+
+afterAll(() => {
+  // rmSync removes links themselves and never follows them (sandbox/root -> /).
+  if (base !== '') fs.rmSync(base, { recursive: true, force: true });
+});
+
+describe('resolveSymlinks', () => {
+  // [what, input below the temp dir, expected below the real temp dir]
+  const cases: [string, string, string][] = [
+    ['an existing regular file', 'sandbox/file.txt', 'sandbox/file.txt'],
+    ['an existing directory', 'sandbox/dir', 'sandbox/dir'],
+    ['a missing file below an existing directory', 'sandbox/dir/new.txt', 'sandbox/dir/new.txt'],
+    ['a missing deep path', 'sandbox/a/b/c/d.txt', 'sandbox/a/b/c/d.txt'],
+    ['a link to a directory outside', 'sandbox/out', 'outside'],
+    ['a file below a link to outside', 'sandbox/out/secret.txt', 'outside/secret.txt'],
+    ['a link to a file outside', 'sandbox/out-file', 'outside/secret.txt'],
+    ['a link in the middle of the path', 'sandbox/dir-link/file.txt', 'outside/dir/file.txt'],
+    [
+      'a missing file below a link in the middle',
+      'sandbox/dir-link/new.txt',
+      'outside/dir/new.txt',
+    ],
+    ['a relative link beside its target', 'sandbox/alias', 'sandbox/file.txt'],
+    ['a chain of relative links', 'sandbox/chain1', 'outside/secret.txt'],
+    ['a dangling link to a missing target outside', 'sandbox/upload', 'outside/cron.d/job'],
+    ['a dangling relative link with ..', 'sandbox/dir/up', 'outside/new.txt'],
+    ['a link to a dangling link', 'sandbox/dangle-chain', 'outside/cron.d/job'],
+    ['.. in a target after a link goes up physically', 'sandbox/physical', 'outside/secret.txt'],
+    ['the sandbox itself behind a link', 'sandbox-link', 'sandbox'],
+    ['a file below a sandbox behind a link', 'sandbox-link/file.txt', 'sandbox/file.txt'],
+    ['a missing file below a sandbox behind a link', 'sandbox-link/new.txt', 'sandbox/new.txt'],
+    ['a path through a regular file (appended)', 'sandbox/file.txt/x', 'sandbox/file.txt/x'],
+    ['a path through a link to a regular file', 'sandbox/alias/x/y', 'sandbox/file.txt/x/y'],
+    ['a dangling link below a regular file', 'sandbox/under-file', 'sandbox/file.txt/x'],
+    ['exactly 40 links', 'long/l1', 'long/end.txt'],
+  ];
+
+  it.each(cases)('resolves %s', (_what, input, want) => {
+    expect(resolveSymlinks(at(input))).toBe(expected(want));
+    // Oracle: where the path exists, the kernel's own realpath must agree.
+    if (fs.existsSync(at(input))) expect(fs.realpathSync.native(at(input))).toBe(expected(want));
+  });
+
+  it('resolves / to itself', () => {
+    expect(resolveSymlinks('/')).toBe('/');
+  });
+
+  it('resolves a link to / to /', () => {
+    expect(resolveSymlinks(at('sandbox/root'))).toBe('/');
+  });
+
+  it('resolves a link to / and back down into the temp dir', () => {
+    expect(resolveSymlinks(at(`sandbox/root${real}/outside/secret.txt`))).toBe(
+      expected('outside/secret.txt'),
+    );
+  });
+
+  it('returns no trailing slash for a link target that has one', () => {
+    expect(resolveSymlinks(at('sandbox/dir-link'))).toBe(expected('outside/dir'));
+  });
+
+  it.each([
+    ['a loop a -> b -> a', 'sandbox/loop-a', 'ELOOP'],
+    ['a path below a loop', 'sandbox/loop-a/file.txt', 'ELOOP'],
+    ['a self-link', 'sandbox/self', 'ELOOP'],
+    ['41 links', 'long/l0', 'ELOOP'],
+    ['.. in a target after a missing component', 'sandbox/missing-up', 'ENOENT'],
+    ['.. in a target after a regular file', 'sandbox/file-up', 'ENOTDIR'],
+    ['a link target that is not UTF-8', 'sandbox/not-utf8', 'EILSEQ'],
+    ['a name longer than NAME_MAX', `sandbox/${'n'.repeat(300)}`, 'ENAMETOOLONG'],
+  ])('throws on %s', (_what, input, code) => {
+    expect(errorOf(() => resolveSymlinks(at(input))).code).toBe(code);
+  });
+
+  it.each([
+    ['a relative path', 'sandbox/file.txt'],
+    ['an empty path', ''],
+    ['a non-string', 42 as unknown as string],
+  ])('throws a TypeError on %s', (_what, input) => {
+    expect(errorOf(() => resolveSymlinks(input)).name).toBe('TypeError');
+  });
+});
