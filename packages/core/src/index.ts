@@ -6,10 +6,24 @@ export type {
 export { canonicalize } from './canonicalize.js';
 export type { CheckResult, DenyReason, FsAccessMode } from './check-fs.js';
 export { checkFs } from './check-fs.js';
+export type { DenyBody } from './deny-body.js';
+export { denyBody } from './deny-body.js';
 export type { SandPermCode } from './errors.js';
 export { SAND_PERM_CODES, SandboxPermissionError } from './errors.js';
 export type { PermissionPolicyOptions } from './policy.js';
 export { PermissionPolicy } from './policy.js';
 export { escapes, inside, isInside } from './predicates.js';
 export { resolveSymlinks } from './realpath.js';
+export type {
+  CheckedFile,
+  FileResult,
+  GuardDenyReason,
+  GuardResult,
+  PathDenial,
+  PathgateInfo,
+  RequestValues,
+} from './route-guard.js';
+export { compileRouteGuard, RouteGuard } from './route-guard.js';
+// The adapters' shared request guard: one decision for Fastify and Express.
+export type { PathSource, PathSpec, RouteGuardOptions } from './route-spec.js';
 export type { Selector } from './selector.js';

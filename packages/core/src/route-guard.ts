@@ -1,0 +1,174 @@
+import { canonicalizeValue, isWithin } from './canonicalize.js';
+import { type CheckResult, checkFs, type DenyReason, type FsAccessMode } from './check-fs.js';
+import type { PermissionPolicy } from './policy.js';
+import {
+  type CompiledSpec,
+  compileSpec,
+  type PathSource,
+  type RouteGuardOptions,
+} from './route-spec.js';
+import { splitCanonical } from './segments.js';
+import { select, selectedValues } from './selector.js';
+
+/** Reasons a request is denied: the core's, plus the adapters' own two. */
+export type GuardDenyReason = DenyReason | 'missing-path' | 'unexpected-file';
+
+/** Why a request was denied. `result` explains it for logs: never send it to a client. */
+export interface PathDenial {
+  readonly reason: GuardDenyReason;
+  /** The spec that denied: `body.from`, `params.*`, `file avatar`. Safe to show. */
+  readonly label: string;
+  readonly result?: CheckResult;
+}
+
+/** A file part that passed, with the canonical path it must be written to. */
+export interface CheckedFile {
+  readonly field: string;
+  readonly filename: string;
+  readonly path: string;
+}
+
+/** The canonical paths a handler gets (`request.pathgate`): by source, then selector. */
+export interface PathgateInfo {
+  readonly mode: FsAccessMode;
+  readonly params: Record<string, string | string[]>;
+  readonly query: Record<string, string | string[]>;
+  readonly body: Record<string, string | string[]>;
+  readonly headers: Record<string, string | string[]>;
+  readonly files: CheckedFile[];
+}
+
+/** The request parts a guard reads; adapters pass what their framework parsed. */
+export interface RequestValues {
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
+  headers?: unknown;
+}
+
+export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
+export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
+
+const ALLOWED: GuardResult = { ok: true };
+
+const deny = (reason: GuardDenyReason, label: string, result?: CheckResult) => ({
+  ok: false as const,
+  denial: result ? { reason, label, result } : { reason, label },
+});
+
+/**
+ * One route's compiled declaration: which request values are paths, in which
+ * mode. Framework-free, so both adapters decide alike. Build it once per
+ * route with `compileRouteGuard`; every method fails closed.
+ */
+export class RouteGuard {
+  readonly mode: FsAccessMode;
+  /** Specs for params, query, body and headers, checked by `checkRequest`. */
+  private readonly values: readonly CompiledSpec[];
+  /** Specs for multipart filenames, checked part by part by `checkFile`. */
+  private readonly files: readonly CompiledSpec[];
+
+  constructor(
+    private readonly policy: PermissionPolicy,
+    mode: FsAccessMode,
+    specs: readonly CompiledSpec[],
+  ) {
+    this.mode = mode;
+    this.values = specs.filter((s) => s.source !== 'file');
+    this.files = specs.filter((s) => s.source === 'file');
+  }
+
+  /** Whether the route declared multipart filenames. */
+  get expectsFiles(): boolean {
+    return this.files.length > 0;
+  }
+
+  /** A fresh `request.pathgate` for one request. */
+  newInfo(): PathgateInfo {
+    return { mode: this.mode, params: {}, query: {}, body: {}, headers: {}, files: [] };
+  }
+
+  /** Checks one value: an empty string is missing, `under` joins, the policy decides. */
+  private checkValue(spec: CompiledSpec, value: unknown): CheckResult | 'missing' {
+    if (value === '') return 'missing';
+    const input =
+      spec.under !== undefined && typeof value === 'string' ? `${spec.under}/${value}` : value;
+    return checkFs(this.policy, input, this.mode);
+  }
+
+  /** Checks every declared value of params, query, body and headers; records allowed paths in `info`. */
+  checkRequest(request: RequestValues, info: PathgateInfo): GuardResult {
+    for (const spec of this.values) {
+      const source = spec.source as PathSource;
+      const selector = spec.selector as NonNullable<CompiledSpec['selector']>;
+      const selection = select(request[source], selector);
+      const value = selection.present ? selection.value : undefined;
+      const values = !selection.present || value === '' ? [] : selectedValues(value);
+      if (values.length === 0) {
+        if (spec.optional) continue;
+        return deny('missing-path', spec.label);
+      }
+      const paths: string[] = [];
+      for (const item of values) {
+        const result = this.checkValue(spec, item);
+        if (result === 'missing') return deny('missing-path', spec.label);
+        if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
+        paths.push(result.path);
+      }
+      info[source][selector.label] = Array.isArray(value) ? paths : (paths[0] as string);
+    }
+    return ALLOWED;
+  }
+
+  private fileSpec(field: string): CompiledSpec | undefined {
+    return this.files.find((s) => s.field === field) ?? this.files.find((s) => s.field === true);
+  }
+
+  /** Checks one multipart file part's filename, before any of its bytes are stored. */
+  checkFile(field: string, filename: unknown): FileResult {
+    const spec = this.fileSpec(field);
+    if (!spec) return deny('unexpected-file', 'file');
+    const result = filename === undefined ? 'missing' : this.checkValue(spec, filename);
+    if (result === 'missing') return deny('missing-path', spec.label);
+    if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
+    return { ok: true, file: { field, filename: filename as string, path: result.path } };
+  }
+
+  /** After the last part: a required file spec that no allowed part satisfied. */
+  checkMissingFiles(received: readonly CheckedFile[]): GuardResult {
+    for (const spec of this.files) {
+      if (spec.optional) continue;
+      const seen = received.some((f) => spec.field === true || f.field === spec.field);
+      if (!seen) return deny('missing-path', spec.label);
+    }
+    return ALLOWED;
+  }
+}
+
+/**
+ * Compiles a route's declaration against a policy. Every problem is a
+ * TypeError that names the route and the spec: `GET /files/*: paths[1]: …`.
+ */
+export function compileRouteGuard(
+  policy: PermissionPolicy,
+  options: unknown,
+  route: string,
+): RouteGuard {
+  const fail = (message: string): never => {
+    throw new TypeError(`pathgate: route ${route}: ${message}`);
+  };
+  if (typeof options !== 'object' || options === null) fail('the declaration must be an object');
+  const { mode, paths } = options as Partial<RouteGuardOptions>;
+  if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
+  if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');
+  const rootSegments = splitCanonical(policy.root);
+  // `under` is literal text like the root: relative to the root, and inside it.
+  const canonicalUnder = (under: string): string | undefined => {
+    const result = canonicalizeValue(under, rootSegments, undefined);
+    return result.ok && isWithin(result.value.path, policy.root) ? result.value.path : undefined;
+  };
+  const specs = (paths as unknown[]).map((spec, i) =>
+    compileSpec(spec, (message) => fail(`paths[${i}]: ${message}`), canonicalUnder),
+  );
+  return new RouteGuard(policy, mode as FsAccessMode, specs);
+}
