@@ -115,7 +115,13 @@ export class RouteGuard {
         if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
         paths.push(result.path);
       }
-      info[source][selector.label] = Array.isArray(value) ? paths : (paths[0] as string);
+      // defineProperty: a selector named `__proto__` must not hit the setter.
+      Object.defineProperty(info[source], selector.label, {
+        value: Array.isArray(value) ? paths : (paths[0] as string),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return ALLOWED;
   }
@@ -131,6 +137,8 @@ export class RouteGuard {
     const result = filename === undefined ? 'missing' : this.checkValue(spec, filename);
     if (result === 'missing') return deny('missing-path', spec.label);
     if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
+    // A file needs a name below its directory: `.`, `x/..` or `/` name the directory itself.
+    if (result.path === (spec.under ?? this.policy.root)) return deny('missing-path', spec.label);
     return { ok: true, file: { field, filename: filename as string, path: result.path } };
   }
 
@@ -151,13 +159,16 @@ export class RouteGuard {
  */
 export function compileRouteGuard(
   policy: PermissionPolicy,
-  options: unknown,
+  options: RouteGuardOptions,
   route: string,
 ): RouteGuard {
   const fail = (message: string): never => {
     throw new TypeError(`pathgate: route ${route}: ${message}`);
   };
   if (typeof options !== 'object' || options === null) fail('the declaration must be an object');
+  for (const key of Object.keys(options)) {
+    if (key !== 'mode' && key !== 'paths') fail(`unknown key "${key}" (use mode and paths)`);
+  }
   const { mode, paths } = options as Partial<RouteGuardOptions>;
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
   if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');

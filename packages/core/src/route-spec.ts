@@ -15,14 +15,20 @@ interface SpecCommon {
   optional?: boolean;
 }
 
+type SourceKey = PathSource | 'file';
+/** `{ [K]: T }` with every other source key forbidden, so a spec names exactly one. */
+type OnlySource<K extends SourceKey, T> = { [S in K]: T } & {
+  [S in Exclude<SourceKey, K>]?: never;
+};
+
 /** One path value of a route: exactly one source key, plus `under` and `optional`. */
 export type PathSpec =
-  | (SpecCommon & { params: Selector })
-  | (SpecCommon & { query: Selector })
-  | (SpecCommon & { body: Selector })
-  | (SpecCommon & { headers: string })
+  | (SpecCommon & OnlySource<'params', Selector>)
+  | (SpecCommon & OnlySource<'query', Selector>)
+  | (SpecCommon & OnlySource<'body', Selector>)
+  | (SpecCommon & OnlySource<'headers', string>)
   /** Multipart file parts' filenames: by field name, or `true` for every file. */
-  | (SpecCommon & { file: string | true });
+  | (SpecCommon & OnlySource<'file', string | true>);
 
 /** What a route declares: the mode its paths are used in, and where they come from. */
 export interface RouteGuardOptions {
@@ -86,7 +92,9 @@ export function compileSpec(
   const source = sourceOf(spec, fail);
   const { under: rawUnder, optional = false } = spec as { under?: unknown; optional?: unknown };
   if (typeof optional !== 'boolean') fail('optional must be a boolean');
-  if (rawUnder !== undefined && typeof rawUnder !== 'string') fail('under must be a string');
+  if (rawUnder !== undefined && (typeof rawUnder !== 'string' || rawUnder === '')) {
+    fail('under must be a non-empty string (use "." for the root)');
+  }
   const under = rawUnder === undefined ? undefined : canonicalUnder(rawUnder);
   if (rawUnder !== undefined && under === undefined)
     fail('under must be a directory inside the root');

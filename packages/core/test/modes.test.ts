@@ -235,3 +235,23 @@ describe('checkFs: decision from the matching rules, order-free', () => {
     }
   });
 });
+
+describe('the rule that explains a decision does not depend on rule order', () => {
+  const ROOT = '/srv';
+  const orders = [
+    ['uploads/*', 'rw:uploads/*.png', 'rw:uploads/**'],
+    ['rw:uploads/**', 'rw:uploads/*.png', 'uploads/*'],
+    ['rw:uploads/*.png', 'uploads/*', 'rw:uploads/**'],
+  ];
+  it.each([
+    ['uploads/a.png', 'read'],
+    ['uploads/a.png', 'write'],
+    ['uploads/a.txt', 'write'],
+  ] as const)('%s in %s mode', (path, mode) => {
+    const rules = orders.map(
+      (fs) => checkFs(new PermissionPolicy({ root: ROOT, permissions: { fs } }), path, mode).rule,
+    );
+    expect(rules[0]).toBeDefined();
+    expect(new Set(rules).size).toBe(1);
+  });
+});

@@ -1,0 +1,1010 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type CheckedFile,
+  compileRouteGuard,
+  denyBody,
+  type FileResult,
+  type GuardDenyReason,
+  type GuardResult,
+  type PathDenial,
+  type PathgateInfo,
+  PermissionPolicy,
+  type RequestValues,
+  type RouteGuard,
+  type RouteGuardOptions,
+} from '../src/index.js';
+
+// DESIGN.md, "The adapters": the framework-free request guard both adapters
+// share. Per route: a mode and selectors naming where path values come from
+// (params, query, body, headers, multipart filenames), an optional `under`
+// sub-directory the value is joined under as a relative path, and `optional`.
+// Every selected value is checked before the handler runs; a deny carries the
+// reason and the spec's label, never the root or the canonical path.
+
+const ROOT = '/srv/root';
+const policy = new PermissionPolicy({
+  root: ROOT,
+  permissions: { fs: ['rw:uploads/**', 'docs/**', 'rw:reports/**'] },
+});
+
+const guardOf = (options: unknown, p: PermissionPolicy = policy): RouteGuard =>
+  compileRouteGuard(p, options as RouteGuardOptions, 'POST /move');
+
+const run = (
+  guard: RouteGuard,
+  values: RequestValues,
+): { result: GuardResult; info: PathgateInfo } => {
+  const info = guard.newInfo();
+  return { result: guard.checkRequest(values, info), info };
+};
+
+const denialOf = (result: GuardResult | FileResult): PathDenial => {
+  if (result.ok) throw new Error('expected a denial, got ok');
+  return result.denial;
+};
+
+const fileOf = (result: FileResult): CheckedFile => {
+  if (!result.ok) throw new Error(`expected an allowed file, got ${result.denial.reason}`);
+  return result.file;
+};
+
+/** The TypeError message compileRouteGuard throws for `options`. */
+const buildError = (options: unknown, route = 'POST /move'): string => {
+  try {
+    compileRouteGuard(policy, options as RouteGuardOptions, route);
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as Error).message;
+  }
+  throw new Error('expected compileRouteGuard to throw');
+};
+
+// --- build time -----------------------------------------------------------------------------
+
+describe('compileRouteGuard: build-time errors name the route and paths[i]', () => {
+  const at = (i: number, message: string) => `pathgate: route POST /move: paths[${i}]: ${message}`;
+  const route = (message: string) => `pathgate: route POST /move: ${message}`;
+  const ONE_SOURCE = 'name exactly one of params, query, body, headers, file';
+  const selectorMessage = (source: string) =>
+    `${source} must be a non-empty key or a non-empty list of non-empty keys and non-negative integer indexes`;
+  const FILE = 'file must be a field name or true (every file)';
+  const UNDER = 'under must be a directory inside the root';
+  const ok = { body: 'from' };
+
+  const ROWS: readonly (readonly [string, unknown, string])[] = [
+    ['declaration null', null, route('the declaration must be an object')],
+    ['declaration a string', 'read', route('the declaration must be an object')],
+    ['mode missing', { paths: [ok] }, route('mode must be "read" or "write"')],
+    ['mode READ', { mode: 'READ', paths: [ok] }, route('mode must be "read" or "write"')],
+    ['mode rw', { mode: 'rw', paths: [ok] }, route('mode must be "read" or "write"')],
+    ['mode execute', { mode: 'execute', paths: [ok] }, route('mode must be "read" or "write"')],
+    ['paths missing', { mode: 'read' }, route('paths must be a non-empty array')],
+    ['paths empty', { mode: 'read', paths: [] }, route('paths must be a non-empty array')],
+    ['paths an object', { mode: 'read', paths: ok }, route('paths must be a non-empty array')],
+    ['paths a string', { mode: 'read', paths: 'from' }, route('paths must be a non-empty array')],
+    ['spec null', { mode: 'read', paths: [null] }, at(0, 'must be an object')],
+    ['second spec a string', { mode: 'read', paths: [ok, 'from'] }, at(1, 'must be an object')],
+    ['no source key', { mode: 'read', paths: [{}] }, at(0, ONE_SOURCE)],
+    ['only under', { mode: 'read', paths: [ok, { under: 'uploads' }] }, at(1, ONE_SOURCE)],
+    ['only optional', { mode: 'read', paths: [{ optional: true }] }, at(0, ONE_SOURCE)],
+    ['two sources', { mode: 'read', paths: [{ body: 'a', query: 'b' }] }, at(0, ONE_SOURCE)],
+    ['body and file', { mode: 'read', paths: [{ body: 'a', file: true }] }, at(0, ONE_SOURCE)],
+    ['unknown key', { mode: 'read', paths: [{ body: 'a', dir: 'x' }] }, at(0, 'unknown key "dir"')],
+    ['key case', { mode: 'read', paths: [ok, { Body: 'a' }] }, at(1, 'unknown key "Body"')],
+    ['body empty', { mode: 'read', paths: [{ body: '' }] }, at(0, selectorMessage('body'))],
+    ['body []', { mode: 'read', paths: [{ body: [] }] }, at(0, selectorMessage('body'))],
+    ['body -1', { mode: 'read', paths: [{ body: ['a', -1] }] }, at(0, selectorMessage('body'))],
+    ['body 1.5', { mode: 'read', paths: [{ body: ['a', 1.5] }] }, at(0, selectorMessage('body'))],
+    [
+      'body empty key',
+      { mode: 'read', paths: [{ body: ['a', ''] }] },
+      at(0, selectorMessage('body')),
+    ],
+    ['body number', { mode: 'read', paths: [{ body: 0 }] }, at(0, selectorMessage('body'))],
+    ['body null', { mode: 'read', paths: [{ body: null }] }, at(0, selectorMessage('body'))],
+    ['params true', { mode: 'read', paths: [{ params: true }] }, at(0, selectorMessage('params'))],
+    ['query empty', { mode: 'read', paths: [{ query: '' }] }, at(0, selectorMessage('query'))],
+    [
+      'headers list',
+      { mode: 'read', paths: [{ headers: ['x'] }] },
+      at(0, 'headers must be a header name'),
+    ],
+    [
+      'headers number',
+      { mode: 'read', paths: [{ headers: 1 }] },
+      at(0, 'headers must be a header name'),
+    ],
+    [
+      'headers empty',
+      { mode: 'read', paths: [{ headers: '' }] },
+      at(0, selectorMessage('headers')),
+    ],
+    ['file empty', { mode: 'write', paths: [{ file: '' }] }, at(0, FILE)],
+    ['file false', { mode: 'write', paths: [{ file: false }] }, at(0, FILE)],
+    ['file null', { mode: 'write', paths: [{ file: null }] }, at(0, FILE)],
+    ['file number', { mode: 'write', paths: [{ file: 1 }] }, at(0, FILE)],
+    ['file list', { mode: 'write', paths: [{ file: ['avatar'] }] }, at(0, FILE)],
+    [
+      'optional string',
+      { mode: 'read', paths: [{ body: 'a', optional: 'yes' }] },
+      at(0, 'optional must be a boolean'),
+    ],
+    [
+      'optional null',
+      { mode: 'read', paths: [{ body: 'a', optional: null }] },
+      at(0, 'optional must be a boolean'),
+    ],
+    [
+      'optional 1',
+      { mode: 'read', paths: [{ body: 'a', optional: 1 }] },
+      at(0, 'optional must be a boolean'),
+    ],
+    [
+      'under number',
+      { mode: 'read', paths: [{ body: 'a', under: 1 }] },
+      at(0, 'under must be a non-empty string (use "." for the root)'),
+    ],
+    [
+      'under null',
+      { mode: 'read', paths: [{ body: 'a', under: null }] },
+      at(0, 'under must be a non-empty string (use "." for the root)'),
+    ],
+    [
+      'under empty',
+      { mode: 'read', paths: [{ body: 'a', under: '' }] },
+      at(0, 'under must be a non-empty string (use "." for the root)'),
+    ],
+    [
+      'unknown top-level key',
+      { mode: 'read', paths: [{ body: 'a' }], optinal: true },
+      'pathgate: route POST /move: unknown key "optinal" (use mode and paths)',
+    ],
+    ['under ../x', { mode: 'read', paths: [{ body: 'a', under: '../x' }] }, at(0, UNDER)],
+    ['under /etc', { mode: 'read', paths: [{ body: 'a', under: '/etc' }] }, at(0, UNDER)],
+    ['under a/../../x', { mode: 'read', paths: [{ body: 'a', under: 'a/../../x' }] }, at(0, UNDER)],
+    [
+      'under /srv/root2',
+      { mode: 'read', paths: [{ body: 'a', under: '/srv/root2' }] },
+      at(0, UNDER),
+    ],
+    ['under NUL', { mode: 'read', paths: [{ body: 'a', under: 'up\0loads' }] }, at(0, UNDER)],
+    [
+      'under lone surrogate',
+      { mode: 'read', paths: [{ body: 'a', under: '\uD800' }] },
+      at(0, UNDER),
+    ],
+  ];
+
+  it.each(ROWS)('%s', (_name, options, message) => {
+    expect(buildError(options)).toBe(message);
+  });
+
+  it('names the route it was given', () => {
+    expect(buildError({ mode: 'read', paths: [ok, { body: '' }] }, 'GET /files/*')).toBe(
+      `pathgate: route GET /files/*: paths[1]: ${selectorMessage('body')}`,
+    );
+  });
+
+  it('accepts each source, and a source key holding undefined counts as absent', () => {
+    const guard = guardOf({
+      mode: 'write',
+      paths: [
+        { params: '*' },
+        { query: ['dirs', 0] },
+        { body: 'from', query: undefined },
+        { headers: 'X-Path', optional: false },
+        { file: 'avatar', under: 'uploads' },
+        { file: true, under: '.', optional: true },
+      ],
+    });
+    expect(guard.mode).toBe('write');
+    expect(guard.expectsFiles).toBe(true);
+  });
+
+  it('accepts `under` that normalizes inside the root', () => {
+    const guard = guardOf({ mode: 'read', paths: [{ body: 'a', under: './docs/x/../' }] });
+    const { result, info } = run(guard, { body: { a: 'f.txt' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({ a: '/srv/root/docs/f.txt' });
+  });
+
+  it('a route without file specs expects no files', () => {
+    expect(guardOf({ mode: 'read', paths: [{ body: 'a' }] }).expectsFiles).toBe(false);
+  });
+});
+
+// --- checkRequest ---------------------------------------------------------------------------
+
+describe('checkRequest: sources, selectors and the info record', () => {
+  const guard = guardOf({
+    mode: 'read',
+    paths: [
+      { params: '*', optional: true },
+      { query: 'dir', optional: true },
+      { body: 'from', optional: true },
+      { body: ['files', 0, 'path'], optional: true },
+      { headers: 'X-Path', optional: true },
+    ],
+  });
+
+  it('records the canonical path of every source by selector label', () => {
+    const { result, info } = run(guard, {
+      params: { '*': 'docs/a.txt' },
+      query: { dir: './docs//sub/' },
+      body: { from: '/srv/root/docs/x/../b.txt', files: [{ path: 'uploads/c' }, { path: 42 }] },
+      headers: { 'x-path': 'reports/q3.csv' },
+    });
+    expect(result).toEqual({ ok: true });
+    expect(info).toEqual({
+      mode: 'read',
+      params: { '*': '/srv/root/docs/a.txt' },
+      query: { dir: '/srv/root/docs/sub' },
+      body: { from: '/srv/root/docs/b.txt', 'files.0.path': '/srv/root/uploads/c' },
+      headers: { 'x-path': '/srv/root/reports/q3.csv' },
+      files: [],
+    });
+  });
+
+  it('skips an optional missing value and leaves it out of info', () => {
+    const { result, info } = run(guard, { query: { dir: 'docs' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.query).toEqual({ dir: '/srv/root/docs' });
+    expect(Object.keys(info.params)).toEqual([]);
+    expect(Object.keys(info.body)).toEqual([]);
+    expect(Object.keys(info.headers)).toEqual([]);
+  });
+
+  it('reads a header by its lower-cased name and labels it so', () => {
+    const { result, info } = run(guard, { headers: { 'x-path': '../../etc/passwd' } });
+    expect(denialOf(result)).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      label: 'headers.x-path',
+    });
+    expect(info.headers).toEqual({});
+  });
+
+  it('records a selected array as a string[], even with one element', () => {
+    const { result, info } = run(guard, {
+      query: { dir: ['docs/a', 'uploads/b'] },
+      body: { from: ['docs/only'] },
+    });
+    expect(result).toEqual({ ok: true });
+    expect(info.query.dir).toEqual(['/srv/root/docs/a', '/srv/root/uploads/b']);
+    expect(info.body.from).toEqual(['/srv/root/docs/only']);
+  });
+
+  it('NFC-normalizes the recorded path', () => {
+    const { info } = run(guard, { query: { dir: 'docs/cafe\u0301' } });
+    expect(info.query.dir).toBe('/srv/root/docs/caf\u00e9');
+  });
+
+  it('hands a fresh info to each request', () => {
+    const a = guard.newInfo();
+    const b = guard.newInfo();
+    expect(a).toEqual({ mode: 'read', params: {}, query: {}, body: {}, headers: {}, files: [] });
+    expect(a).not.toBe(b);
+    expect(a.body).not.toBe(b.body);
+    expect(a.files).not.toBe(b.files);
+  });
+});
+
+describe('checkRequest: each deny reason surfaces with its label', () => {
+  const guard = guardOf({
+    mode: 'read',
+    paths: [
+      { params: '*', optional: true },
+      { query: 'dir', optional: true },
+      { body: 'from', optional: true },
+      { body: ['files', 0, 'path'], optional: true },
+      { headers: 'x-path', optional: true },
+    ],
+  });
+
+  const ROWS: readonly (readonly [string, RequestValues, PathDenial])[] = [
+    [
+      'params.* outside the root',
+      { params: { '*': '../../etc/passwd' } },
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'params.*',
+        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
+      },
+    ],
+    [
+      'query.dir with a NUL',
+      { query: { dir: 'docs/a\0.txt' } },
+      { reason: 'nul-byte', label: 'query.dir', result: { outcome: 'deny', reason: 'nul-byte' } },
+    ],
+    [
+      'body.from a number',
+      { body: { from: 42 } },
+      {
+        reason: 'not-a-string',
+        label: 'body.from',
+        result: { outcome: 'deny', reason: 'not-a-string' },
+      },
+    ],
+    [
+      'headers.x-path with a lone surrogate',
+      { headers: { 'x-path': 'docs/\uD800' } },
+      {
+        reason: 'invalid-unicode',
+        label: 'headers.x-path',
+        result: { outcome: 'deny', reason: 'invalid-unicode' },
+      },
+    ],
+    [
+      'body.files.0.path absolute outside',
+      { body: { files: [{ path: '/etc/shadow' }] } },
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'body.files.0.path',
+        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/shadow' },
+      },
+    ],
+    [
+      'query.dir inside the root but not listed',
+      { query: { dir: 'secrets/key' } },
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'query.dir',
+        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/root/secrets/key' },
+      },
+    ],
+    [
+      'boundary: uploads2 beside uploads',
+      { body: { from: 'uploads2/a' } },
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'body.from',
+        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/root/uploads2/a' },
+      },
+    ],
+  ];
+
+  it.each(ROWS)('%s', (_name, values, want) => {
+    const { result, info } = run(guard, values);
+    expect(result).toEqual({ ok: false, denial: want });
+    const denial = denialOf(result);
+    expect(Object.keys(denial).sort()).toEqual(['label', 'reason', 'result']);
+    expect(info).toEqual(guard.newInfo());
+  });
+
+  it('mode-not-permitted on a read-only path in a write route, with the canonical path', () => {
+    const write = guardOf({ mode: 'write', paths: [{ body: 'to' }] });
+    const denial = denialOf(run(write, { body: { to: 'docs/a.txt' } }).result);
+    expect(denial.reason).toBe('mode-not-permitted');
+    expect(denial.label).toBe('body.to');
+    expect(denial.result).toMatchObject({
+      outcome: 'deny',
+      reason: 'mode-not-permitted',
+      path: '/srv/root/docs/a.txt',
+    });
+    const { result, info } = run(write, { body: { to: 'uploads/a.txt' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({ to: '/srv/root/uploads/a.txt' });
+  });
+
+  it('resolve-failed when the policy resolver throws', () => {
+    const resolving = new PermissionPolicy({
+      root: ROOT,
+      permissions: { fs: ['docs/**'] },
+      resolve: (path) => {
+        if (path.includes('loop')) throw new Error('ELOOP');
+        return path;
+      },
+    });
+    const g = guardOf({ mode: 'read', paths: [{ query: 'dir' }] }, resolving);
+    expect(run(g, { query: { dir: 'docs/loop' } }).result).toEqual({
+      ok: false,
+      denial: {
+        reason: 'resolve-failed',
+        label: 'query.dir',
+        result: { outcome: 'deny', reason: 'resolve-failed' },
+      },
+    });
+    expect(run(g, { query: { dir: 'docs/fine' } }).info.query).toEqual({
+      dir: '/srv/root/docs/fine',
+    });
+  });
+
+  it('the first declared spec that fails decides', () => {
+    const { result } = run(guard, {
+      params: { '*': '/etc/passwd' },
+      body: { from: 42 },
+    });
+    expect(denialOf(result)).toMatchObject({ reason: 'path-not-in-allowlist', label: 'params.*' });
+  });
+});
+
+describe('checkRequest: arrays are checked element by element', () => {
+  const guard = guardOf({
+    mode: 'read',
+    paths: [{ query: 'dir' }, { body: 'list', optional: true }],
+  });
+
+  it('one bad element denies with that element’s reason', () => {
+    expect(denialOf(run(guard, { query: { dir: ['docs/a', '../../etc/passwd'] } }).result)).toEqual(
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'query.dir',
+        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
+      },
+    );
+    expect(denialOf(run(guard, { query: { dir: ['docs/a', 42] } }).result).reason).toBe(
+      'not-a-string',
+    );
+    expect(denialOf(run(guard, { query: { dir: ['docs/a', 'b\0'] } }).result).reason).toBe(
+      'nul-byte',
+    );
+    expect(denialOf(run(guard, { query: { dir: [['docs/a']] } }).result).reason).toBe(
+      'not-a-string',
+    );
+  });
+
+  it('an empty string element is a missing path', () => {
+    expect(denialOf(run(guard, { query: { dir: ['docs/a', ''] } }).result)).toEqual({
+      reason: 'missing-path',
+      label: 'query.dir',
+    });
+  });
+
+  it('a hole is a value that fails, not a skipped one', () => {
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the point
+    const sparse = [, 'docs/a'];
+    expect(denialOf(run(guard, { query: { dir: sparse } }).result).reason).toBe('not-a-string');
+    expect(denialOf(run(guard, { query: { dir: ['docs/a', undefined] } }).result).reason).toBe(
+      'not-a-string',
+    );
+  });
+
+  it('an empty array is missing: denied when required, skipped when optional', () => {
+    expect(denialOf(run(guard, { query: { dir: [] } }).result)).toEqual({
+      reason: 'missing-path',
+      label: 'query.dir',
+    });
+    const { result, info } = run(guard, { query: { dir: 'docs' }, body: { list: [] } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({});
+  });
+});
+
+describe('checkRequest: missing values fail closed', () => {
+  const guard = guardOf({ mode: 'read', paths: [{ body: 'from' }] });
+  const missing = { ok: false, denial: { reason: 'missing-path', label: 'body.from' } };
+
+  const ROWS: readonly (readonly [string, RequestValues])[] = [
+    ['no body', {}],
+    ['body undefined', { body: undefined }],
+    ['body null', { body: null }],
+    ['body a string', { body: 'docs/a' }],
+    ['body an array', { body: ['docs/a'] }],
+    ['key absent', { body: {} }],
+    ['key holding undefined', { body: { from: undefined } }],
+    ['empty string', { body: { from: '' } }],
+    ['inherited, not own', { body: Object.create({ from: 'docs/a' }) }],
+    ['another source', { query: { from: 'docs/a' }, params: { from: 'docs/a' } }],
+  ];
+
+  it.each(ROWS)('%s → missing-path', (_name, values) => {
+    const { result, info } = run(guard, values);
+    expect(result).toEqual(missing);
+    expect(info.body).toEqual({});
+  });
+
+  it('null is present: a non-string value, not a missing one', () => {
+    expect(run(guard, { body: { from: null } }).result).toEqual({
+      ok: false,
+      denial: {
+        reason: 'not-a-string',
+        label: 'body.from',
+        result: { outcome: 'deny', reason: 'not-a-string' },
+      },
+    });
+  });
+
+  const NON_STRINGS: readonly (readonly [string, unknown])[] = [
+    ['number', 42],
+    ['boolean', true],
+    ['object', { path: 'docs/a' }],
+    ['object with toString', { toString: () => 'docs/a' }],
+  ];
+
+  it.each(NON_STRINGS)('a %s is not-a-string (never coerced)', (_name, value) => {
+    expect(denialOf(run(guard, { body: { from: value } }).result).reason).toBe('not-a-string');
+  });
+
+  it('an empty string is skipped when optional', () => {
+    const optional = guardOf({ mode: 'read', paths: [{ body: 'from', optional: true }] });
+    const { result, info } = run(optional, { body: { from: '' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({});
+  });
+
+  it('an index selector meets a non-array or runs past the end → missing', () => {
+    const g = guardOf({ mode: 'read', paths: [{ body: ['files', 0, 'path'] }] });
+    const miss = { ok: false, denial: { reason: 'missing-path', label: 'body.files.0.path' } };
+    expect(run(g, { body: { files: [] } }).result).toEqual(miss);
+    expect(run(g, { body: { files: { 0: { path: 'docs/a' } } } }).result).toEqual(miss);
+    expect(run(g, { body: { files: [{}] } }).result).toEqual(miss);
+    expect(run(g, { body: { files: ['docs/a'] } }).result).toEqual(miss);
+  });
+});
+
+describe('checkRequest: own properties only', () => {
+  it('constructor on a plain object is missing; a JSON-parsed own one is checked', () => {
+    const g = guardOf({ mode: 'read', paths: [{ body: 'constructor' }] });
+    expect(run(g, { body: {} }).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'body.constructor' },
+    });
+    const { result, info } = run(g, { body: JSON.parse('{"constructor":"docs/a"}') });
+    expect(result).toEqual({ ok: true });
+    expect(info.body.constructor).toBe('/srv/root/docs/a');
+  });
+
+  it('a JSON-parsed own __proto__ is read and judged like any key', () => {
+    const g = guardOf({ mode: 'read', paths: [{ body: '__proto__' }] });
+    expect(run(g, { body: {} }).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'body.__proto__' },
+    });
+    const parsed = JSON.parse('{"__proto__":"../../etc/passwd"}');
+    expect(denialOf(run(g, { body: parsed }).result)).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      label: 'body.__proto__',
+      result: { path: '/etc/passwd' },
+    });
+  });
+
+  it('an allowed own __proto__ value lands in info as an own key, not through the setter', () => {
+    const g = guardOf({ mode: 'read', paths: [{ body: '__proto__' }] });
+    const { result, info } = run(g, { body: JSON.parse('{"__proto__":["docs/a","docs/b"]}') });
+    expect(result).toEqual({ ok: true });
+    expect(Object.getOwnPropertyDescriptor(info.body, '__proto__')?.value).toEqual([
+      '/srv/root/docs/a',
+      '/srv/root/docs/b',
+    ]);
+    expect(Object.getPrototypeOf(info.body)).toBe(Object.prototype);
+  });
+
+  it('prototype keys of the query object are not values', () => {
+    const g = guardOf({ mode: 'read', paths: [{ query: 'toString' }] });
+    expect(run(g, { query: {} }).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'query.toString' },
+    });
+  });
+});
+
+describe('checkRequest: `under` joins the value as a relative path', () => {
+  const guard = guardOf({
+    mode: 'write',
+    paths: [
+      { body: 'name', under: 'uploads', optional: true },
+      { query: 'report', under: '.', optional: true },
+      { params: 'abs', optional: true },
+    ],
+  });
+
+  const ALLOWED: readonly (readonly [string, RequestValues, string, string])[] = [
+    ['a plain name', { body: { name: 'a.png' } }, 'body.name', '/srv/root/uploads/a.png'],
+    ['a leading /', { body: { name: '/etc/passwd' } }, 'body.name', '/srv/root/uploads/etc/passwd'],
+    ['dot segments', { body: { name: './x/../y' } }, 'body.name', '/srv/root/uploads/y'],
+    [
+      'a backslash',
+      { body: { name: 'a\\..\\..\\x' } },
+      'body.name',
+      '/srv/root/uploads/a\\..\\..\\x',
+    ],
+    ['%2e is literal', { body: { name: '%2e%2e/x' } }, 'body.name', '/srv/root/uploads/%2e%2e/x'],
+    [
+      'under the root',
+      { query: { report: '/reports/q3.csv' } },
+      'query.report',
+      '/srv/root/reports/q3.csv',
+    ],
+  ];
+
+  it.each(ALLOWED)('%s', (_name, values, label, path) => {
+    const { result, info } = run(guard, values);
+    expect(result).toEqual({ ok: true });
+    const [source, key] = label.split('.') as [keyof RequestValues, string];
+    expect(info[source]).toEqual({ [key]: path });
+  });
+
+  it('.. in the value can still climb and is judged by the policy', () => {
+    expect(denialOf(run(guard, { body: { name: '../docs/a' } }).result)).toEqual({
+      reason: 'mode-not-permitted',
+      label: 'body.name',
+      result: {
+        outcome: 'deny',
+        reason: 'mode-not-permitted',
+        path: '/srv/root/docs/a',
+        rule: 'docs/**',
+      },
+    });
+    expect(denialOf(run(guard, { body: { name: '../../../etc/passwd' } }).result)).toEqual({
+      reason: 'path-not-in-allowlist',
+      label: 'body.name',
+      result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
+    });
+    const { result, info } = run(guard, { body: { name: '../reports/x' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({ name: '/srv/root/reports/x' });
+  });
+
+  it('without under, an absolute value stays absolute', () => {
+    expect(denialOf(run(guard, { params: { abs: '/reports/q3.csv' } }).result)).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      result: { path: '/reports/q3.csv' },
+    });
+    expect(run(guard, { params: { abs: '/srv/root/reports/q3.csv' } }).info.params).toEqual({
+      abs: '/srv/root/reports/q3.csv',
+    });
+    expect(run(guard, { params: { abs: 'reports/q3.csv' } }).info.params).toEqual({
+      abs: '/srv/root/reports/q3.csv',
+    });
+  });
+
+  it('a non-string value is not stringified into the joined path', () => {
+    expect(
+      denialOf(run(guard, { body: { name: { toString: () => 'a.png' } } }).result).reason,
+    ).toBe('not-a-string');
+    expect(denialOf(run(guard, { body: { name: 7 } }).result).reason).toBe('not-a-string');
+    expect(denialOf(run(guard, { body: { name: 'a\0.png' } }).result).reason).toBe('nul-byte');
+  });
+
+  it('each array element is joined under the directory', () => {
+    const { info } = run(guard, { body: { name: ['a', '/b'] } });
+    expect(info.body).toEqual({ name: ['/srv/root/uploads/a', '/srv/root/uploads/b'] });
+  });
+});
+
+// --- checkFile ------------------------------------------------------------------------------
+
+describe('checkFile: multipart filenames', () => {
+  const guard = guardOf({
+    mode: 'write',
+    paths: [
+      { file: true, under: 'uploads', optional: true },
+      { file: 'avatar', under: 'uploads/avatars' },
+      { file: 'doc' },
+      { file: 'readme', under: 'docs', optional: true },
+    ],
+  });
+
+  it('a declared field is joined under its directory and returns the checked file', () => {
+    expect(guard.checkFile('avatar', 'me.png')).toEqual({
+      ok: true,
+      file: { field: 'avatar', filename: 'me.png', path: '/srv/root/uploads/avatars/me.png' },
+    });
+  });
+
+  it('the exact field wins over `true`, whatever the declaration order', () => {
+    expect(fileOf(guard.checkFile('avatar', 'x')).path).toBe('/srv/root/uploads/avatars/x');
+    expect(fileOf(guard.checkFile('other', 'x')).path).toBe('/srv/root/uploads/x');
+  });
+
+  it('`true` takes every undeclared field', () => {
+    expect(guard.checkFile('attachment', 'notes.txt')).toEqual({
+      ok: true,
+      file: { field: 'attachment', filename: 'notes.txt', path: '/srv/root/uploads/notes.txt' },
+    });
+  });
+
+  it('without `true`, an undeclared field is unexpected-file and never named', () => {
+    const only = guardOf({ mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] });
+    const result = only.checkFile('<script>field', 'a.png');
+    expect(result).toEqual({ ok: false, denial: { reason: 'unexpected-file', label: 'file' } });
+    const body = JSON.stringify(denyBody(denialOf(result)));
+    expect(body).not.toContain('script');
+    expect(body).not.toContain('a.png');
+  });
+
+  it('an empty or undefined filename is missing-path', () => {
+    const missing = { ok: false, denial: { reason: 'missing-path', label: 'file avatar' } };
+    expect(guard.checkFile('avatar', '')).toEqual(missing);
+    expect(guard.checkFile('avatar', undefined)).toEqual(missing);
+    expect(guard.checkFile('other', '')).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'file *' },
+    });
+  });
+
+  it('a filename that names the directory itself is missing-path', () => {
+    for (const name of ['.', 'x/..', '/', './']) {
+      expect(guard.checkFile('avatar', name), name).toEqual({
+        ok: false,
+        denial: { reason: 'missing-path', label: 'file avatar' },
+      });
+    }
+  });
+
+  it('a non-string filename is not-a-string', () => {
+    expect(guard.checkFile('avatar', null)).toEqual({
+      ok: false,
+      denial: {
+        reason: 'not-a-string',
+        label: 'file avatar',
+        result: { outcome: 'deny', reason: 'not-a-string' },
+      },
+    });
+    expect(denialOf(guard.checkFile('avatar', 7)).reason).toBe('not-a-string');
+  });
+
+  const TRAVERSALS: readonly (readonly [string, string, FileResult])[] = [
+    [
+      '../../etc/cron.d/x climbs out of the root and is denied',
+      '../../etc/cron.d/x',
+      {
+        ok: false,
+        denial: {
+          reason: 'path-not-in-allowlist',
+          label: 'file *',
+          result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/etc/cron.d/x' },
+        },
+      },
+    ],
+    [
+      '../../../etc/cron.d/x reaches /etc and is denied',
+      '../../../etc/cron.d/x',
+      {
+        ok: false,
+        denial: {
+          reason: 'path-not-in-allowlist',
+          label: 'file *',
+          result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/cron.d/x' },
+        },
+      },
+    ],
+    [
+      '../x climbs to the root itself, which is not listed',
+      '../x',
+      {
+        ok: false,
+        denial: {
+          reason: 'path-not-in-allowlist',
+          label: 'file *',
+          result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/root/x' },
+        },
+      },
+    ],
+    [
+      '..\\..\\x is one literal name under uploads (a dotfile, so not listed)',
+      '..\\..\\x',
+      {
+        ok: false,
+        denial: {
+          reason: 'path-not-in-allowlist',
+          label: 'file *',
+          result: {
+            outcome: 'deny',
+            reason: 'path-not-in-allowlist',
+            path: '/srv/root/uploads/..\\..\\x',
+          },
+        },
+      },
+    ],
+    [
+      'x\\..\\..\\y is one literal name under uploads',
+      'x\\..\\..\\y',
+      {
+        ok: true,
+        file: { field: 'f', filename: 'x\\..\\..\\y', path: '/srv/root/uploads/x\\..\\..\\y' },
+      },
+    ],
+    [
+      '/etc/passwd stays under uploads',
+      '/etc/passwd',
+      {
+        ok: true,
+        file: { field: 'f', filename: '/etc/passwd', path: '/srv/root/uploads/etc/passwd' },
+      },
+    ],
+    [
+      'a NUL is nul-byte',
+      'evil.php\0.png',
+      {
+        ok: false,
+        denial: {
+          reason: 'nul-byte',
+          label: 'file *',
+          result: { outcome: 'deny', reason: 'nul-byte' },
+        },
+      },
+    ],
+    [
+      'a lone surrogate is invalid-unicode',
+      'a\uDC00.png',
+      {
+        ok: false,
+        denial: {
+          reason: 'invalid-unicode',
+          label: 'file *',
+          result: { outcome: 'deny', reason: 'invalid-unicode' },
+        },
+      },
+    ],
+  ];
+
+  it.each(TRAVERSALS)('%s', (_name, filename, want) => {
+    expect(guard.checkFile('f', filename)).toEqual(want);
+  });
+
+  it('an NFD filename yields an NFC path', () => {
+    const file = fileOf(guard.checkFile('avatar', 'cafe\u0301.png'));
+    expect(file.path).toBe('/srv/root/uploads/avatars/caf\u00e9.png');
+    expect(file.path).toBe(file.path.normalize('NFC'));
+    expect(file.filename).toBe('cafe\u0301.png');
+  });
+
+  it('a file spec without under takes the filename as the core does', () => {
+    expect(fileOf(guard.checkFile('doc', 'uploads/a.txt')).path).toBe('/srv/root/uploads/a.txt');
+    expect(denialOf(guard.checkFile('doc', '/etc/passwd'))).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      label: 'file doc',
+      result: { path: '/etc/passwd' },
+    });
+  });
+
+  it('the route mode applies: a read-only directory refuses a write', () => {
+    expect(denialOf(guard.checkFile('readme', 'a.md'))).toMatchObject({
+      reason: 'mode-not-permitted',
+      label: 'file readme',
+      result: { path: '/srv/root/docs/a.md' },
+    });
+  });
+});
+
+describe('checkMissingFiles', () => {
+  const guard = guardOf({
+    mode: 'write',
+    paths: [
+      { file: 'avatar', under: 'uploads' },
+      { file: 'cover', under: 'uploads', optional: true },
+    ],
+  });
+  const avatar = fileOf(guard.checkFile('avatar', 'a.png'));
+  const cover = fileOf(guard.checkFile('cover', 'c.png'));
+
+  it('a required field nobody sent is missing-path with its label', () => {
+    const missing = { ok: false, denial: { reason: 'missing-path', label: 'file avatar' } };
+    expect(guard.checkMissingFiles([])).toEqual(missing);
+    expect(guard.checkMissingFiles([cover])).toEqual(missing);
+  });
+
+  it('passes once every required field was received; optional ones may be absent', () => {
+    expect(guard.checkMissingFiles([avatar])).toEqual({ ok: true });
+    expect(guard.checkMissingFiles([cover, avatar])).toEqual({ ok: true });
+  });
+
+  it('a required `true` spec wants at least one file of any field', () => {
+    const any = guardOf({ mode: 'write', paths: [{ file: true, under: 'uploads' }] });
+    expect(any.checkMissingFiles([])).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'file *' },
+    });
+    expect(any.checkMissingFiles([fileOf(any.checkFile('x', 'y'))])).toEqual({ ok: true });
+  });
+
+  it('a route without file specs never misses a file', () => {
+    expect(guardOf({ mode: 'read', paths: [{ body: 'a' }] }).checkMissingFiles([])).toEqual({
+      ok: true,
+    });
+  });
+
+  it('file specs are not values: checkRequest ignores them', () => {
+    expect(run(guard, {}).result).toEqual({ ok: true });
+  });
+});
+
+// --- denyBody -------------------------------------------------------------------------------
+
+describe('denyBody', () => {
+  it('has exactly the 403 shape', () => {
+    const body = denyBody({
+      reason: 'path-not-in-allowlist',
+      label: 'body.from',
+      result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/root/x' },
+    });
+    expect(body).toStrictEqual({
+      statusCode: 403,
+      code: 'PATHGATE_DENIED',
+      error: 'Forbidden',
+      message: 'body.from: path denied (path-not-in-allowlist)',
+      reason: 'path-not-in-allowlist',
+    });
+    expect(JSON.stringify(body)).not.toContain('/srv/root');
+  });
+
+  const REASONS: readonly GuardDenyReason[] = [
+    'path-not-in-allowlist',
+    'mode-not-permitted',
+    'not-a-string',
+    'nul-byte',
+    'invalid-unicode',
+    'relative-root',
+    'resolve-failed',
+    'missing-path',
+    'unexpected-file',
+  ];
+
+  it.each(REASONS)('carries the reason %s', (reason) => {
+    expect(denyBody({ reason, label: 'file avatar' })).toStrictEqual({
+      statusCode: 403,
+      code: 'PATHGATE_DENIED',
+      error: 'Forbidden',
+      message: `file avatar: path denied (${reason})`,
+      reason,
+    });
+  });
+
+  describe('never reveals the root, the canonical path or the value', () => {
+    const SECRET = '/srv/secret-root-xyz';
+    const MARKER = 'Zq7mark';
+    const secret = new PermissionPolicy({
+      root: SECRET,
+      permissions: { fs: ['docs/**', 'uploads/**'] },
+    });
+    // Write routes over read-only rules: every value is denied, with every kind of reason.
+    const guards = {
+      body: guardOf({ mode: 'write', paths: [{ body: 'from' }] }, secret),
+      query: guardOf({ mode: 'write', paths: [{ query: 'dir', under: '.' }] }, secret),
+      headers: guardOf({ mode: 'write', paths: [{ headers: 'x-path', under: 'uploads' }] }, secret),
+      file: guardOf({ mode: 'write', paths: [{ file: 'upload', under: 'uploads' }] }, secret),
+    };
+
+    const segment = fc.oneof(
+      fc.constantFrom('', '.', '..', 'docs', 'uploads', 'srv', 'secret-root-xyz', '%2e%2e'),
+      fc.constantFrom('\\..', 'e\u0301', '\0', '\uD800', '~'),
+      fc.string({ maxLength: 10 }),
+    );
+    // The marker starts the last segment, so a canonical path, when there is one, holds it.
+    const value = fc
+      .tuple(
+        fc.boolean(),
+        fc.array(segment, { maxLength: 6 }),
+        fc.string({ unit: 'binary', minLength: 12, maxLength: 40 }),
+      )
+      .map(
+        ([absolute, parts, tail]) =>
+          `${absolute ? '/' : ''}${[...parts, `${MARKER}${tail.replaceAll('/', '_')}`].join('/')}`,
+      );
+    const source = fc.constantFrom('body', 'query', 'headers', 'file');
+
+    it('for random values from every source', () => {
+      fc.assert(
+        fc.property(
+          source,
+          fc.oneof(value, fc.array(value, { minLength: 1, maxLength: 3 })),
+          (from, v) => {
+            const one = Array.isArray(v) ? (v[0] as string) : v;
+            const result =
+              from === 'file'
+                ? guards.file.checkFile('upload', one)
+                : from === 'body'
+                  ? run(guards.body, { body: { from: v } }).result
+                  : from === 'query'
+                    ? run(guards.query, { query: { dir: v } }).result
+                    : run(guards.headers, { headers: { 'x-path': one } }).result;
+            const denial = denialOf(result);
+            const body = denyBody(denial);
+            const json = JSON.stringify(body);
+            expect(json).not.toContain('secret-root-xyz');
+            expect(json).not.toContain(MARKER);
+            expect(body.message).not.toContain(one);
+            expect(body.reason).toBe(denial.reason);
+            const path = denial.result?.path;
+            if (path !== undefined) {
+              expect(path).toContain(MARKER);
+              expect(json).not.toContain(path);
+            }
+          },
+        ),
+        { numRuns: 400 },
+      );
+    });
+  });
+});

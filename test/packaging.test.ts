@@ -1,0 +1,226 @@
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// STYLE.md habit 11: the built package is imported as ESM and as CJS, the way
+// a user's app resolves it: through its `exports` map, from a node_modules
+// folder, in a plain `node` process (no vitest alias, no TypeScript).
+// The builds are assumed present: the root `npm run check` builds first.
+
+const CORE = fileURLToPath(new URL('../packages/core', import.meta.url));
+const DIST = join(CORE, 'dist');
+const BUILT = ['index.js', 'index.cjs', 'index.d.ts', 'index.d.cts'];
+
+const NAMES = [
+  'canonicalize',
+  'checkFs',
+  'compileRouteGuard',
+  'denyBody',
+  'escapes',
+  'inside',
+  'isInside',
+  'PermissionPolicy',
+  'resolveSymlinks',
+  'RouteGuard',
+  'SAND_PERM_CODES',
+  'SandboxPermissionError',
+];
+
+// One probe, run under both module systems: `core` is the package, `where` the file it resolved to.
+const PROBE = `
+function probe(core, where, tmp) {
+  const policy = new core.PermissionPolicy({ root: '/srv', permissions: { fs: ['rw:uploads/*', 'docs/**'] } });
+  const guard = core.compileRouteGuard(policy, { mode: 'write', paths: [{ body: 'to', under: 'uploads' }] }, 'POST /up');
+  const info = guard.newInfo();
+  const allowed = guard.checkRequest({ body: { to: '/a.png' } }, info);
+  const denied = guard.checkRequest({ body: { to: '../docs/x' } }, guard.newInfo());
+  const error = new core.SandboxPermissionError('nul-byte');
+  let buildError;
+  try { core.compileRouteGuard(policy, { mode: 'x', paths: [] }, 'GET /'); } catch (e) { buildError = [e.constructor.name, e.message]; }
+  return {
+    where,
+    names: Object.keys(core).sort(),
+    kinds: Object.fromEntries(Object.keys(core).sort().map((k) => [k, typeof core[k]])),
+    canonicalize: [
+      core.canonicalize('../../etc/passwd', '/srv/sandbox'),
+      core.canonicalize('a/./b//c/..', '/srv'),
+      core.canonicalize('a\\0b', '/srv'),
+    ],
+    checkFs: [
+      core.checkFs(policy, 'uploads/a.png', 'write').outcome,
+      core.checkFs(policy, 'docs/a', 'write').reason,
+      core.checkFs(policy, '../etc/passwd', 'read').reason,
+    ],
+    predicates: [
+      core.isInside('/srv/a', '/srv'),
+      core.isInside('/srv2', '/srv'),
+      core.inside('path', '/srv')({ path: 'a' }),
+      core.escapes('path', '/srv')({ path: '../x' }),
+    ],
+    resolved: core.resolveSymlinks(tmp + '/link/missing'),
+    guard: { allowed, info, denied, body: denied.ok ? null : core.denyBody(denied.denial), isGuard: guard instanceof core.RouteGuard },
+    buildError,
+    error: [error instanceof Error, error.name, error.code, error.message, error.context],
+    codes: core.SAND_PERM_CODES,
+    frozen: Object.isFrozen(core.SAND_PERM_CODES),
+  };
+}
+`;
+
+const ESM = `${PROBE}
+const core = await import('@pathgate/core');
+const where = new URL(import.meta.resolve('@pathgate/core')).pathname;
+console.log(JSON.stringify(probe(core, where, process.argv[2])));
+`;
+
+const CJS = `${PROBE}
+const core = require('@pathgate/core');
+const where = require.resolve('@pathgate/core');
+console.log(JSON.stringify(probe(core, where, process.argv[2])));
+`;
+
+type Report = Record<string, unknown> & { where: string; names: string[]; resolved: string };
+
+let tmp = '';
+const reports = new Map<string, Report>();
+/** Runs a probe script once in a plain node process and parses its JSON report. */
+const run = (script: string): Report => {
+  let report = reports.get(script);
+  if (!report) {
+    const out = execFileSync(process.execPath, [join(tmp, script), tmp], {
+      cwd: tmp,
+      encoding: 'utf8',
+    });
+    report = JSON.parse(out) as Report;
+    reports.set(script, report);
+  }
+  return report;
+};
+
+beforeAll(() => {
+  const missing = BUILT.filter((file) => !existsSync(join(DIST, file)));
+  if (missing.length > 0) {
+    throw new Error(
+      `packages/core/dist is missing ${missing.join(', ')}: run \`npm run build\` first`,
+    );
+  }
+  tmp = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-packaging-')));
+  mkdirSync(join(tmp, 'node_modules', '@pathgate'), { recursive: true });
+  symlinkSync(CORE, join(tmp, 'node_modules', '@pathgate', 'core'), 'dir');
+  mkdirSync(join(tmp, 'real'));
+  symlinkSync(join(tmp, 'real'), join(tmp, 'link'), 'dir');
+  writeFileSync(join(tmp, 'esm.mjs'), ESM);
+  writeFileSync(join(tmp, 'cjs.cjs'), CJS);
+});
+
+afterAll(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('@pathgate/core as a built package', () => {
+  it('ships the ESM, CJS and both declaration files', () => {
+    for (const file of BUILT) expect(existsSync(join(DIST, file)), file).toBe(true);
+    for (const file of ['index.d.ts', 'index.d.cts']) {
+      const types = readFileSync(join(DIST, file), 'utf8');
+      for (const name of NAMES)
+        expect(types, `${file} declares ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
+    }
+  });
+
+  it('resolves import to dist/index.js and require to dist/index.cjs through exports', () => {
+    expect(run('esm.mjs').where).toBe(join(CORE, 'dist', 'index.js'));
+    expect(run('cjs.cjs').where).toBe(join(CORE, 'dist', 'index.cjs'));
+  });
+
+  it('exposes the same named exports under import and require', () => {
+    const esm = run('esm.mjs');
+    const cjs = run('cjs.cjs');
+    expect(esm.names).toEqual([...NAMES].sort());
+    expect(cjs.names).toEqual(esm.names);
+    expect(cjs.kinds).toEqual(esm.kinds);
+    expect(esm.kinds).toEqual({
+      canonicalize: 'function',
+      checkFs: 'function',
+      compileRouteGuard: 'function',
+      denyBody: 'function',
+      escapes: 'function',
+      inside: 'function',
+      isInside: 'function',
+      PermissionPolicy: 'function',
+      resolveSymlinks: 'function',
+      RouteGuard: 'function',
+      SAND_PERM_CODES: 'object',
+      SandboxPermissionError: 'function',
+    });
+  });
+
+  it.each(['esm.mjs', 'cjs.cjs'])('%s: the exports work', (script) => {
+    const { where: _where, ...report } = run(script);
+    expect(report).toEqual({
+      names: [...NAMES].sort(),
+      kinds: expect.any(Object),
+      canonicalize: [
+        { ok: true, path: '/etc/passwd' },
+        { ok: true, path: '/srv/a/b' },
+        { ok: false, reason: 'nul-byte' },
+      ],
+      checkFs: ['allow', 'mode-not-permitted', 'path-not-in-allowlist'],
+      predicates: [true, false, true, true],
+      resolved: join(tmp, 'real', 'missing'),
+      guard: {
+        allowed: { ok: true },
+        info: {
+          mode: 'write',
+          params: {},
+          query: {},
+          body: { to: '/srv/uploads/a.png' },
+          headers: {},
+          files: [],
+        },
+        denied: {
+          ok: false,
+          denial: {
+            reason: 'mode-not-permitted',
+            label: 'body.to',
+            result: {
+              outcome: 'deny',
+              reason: 'mode-not-permitted',
+              path: '/srv/docs/x',
+              rule: 'docs/**',
+            },
+          },
+        },
+        body: {
+          statusCode: 403,
+          code: 'PATHGATE_DENIED',
+          error: 'Forbidden',
+          message: 'body.to: path denied (mode-not-permitted)',
+          reason: 'mode-not-permitted',
+        },
+        isGuard: true,
+      },
+      buildError: ['TypeError', 'pathgate: route GET /: mode must be "read" or "write"'],
+      error: [
+        true,
+        'SandboxPermissionError',
+        'PATHGATE_DENIED',
+        'path denied: nul-byte',
+        { capability: 'fs', reason: 'nul-byte' },
+      ],
+      codes: { DENIED: 'PATHGATE_DENIED' },
+      frozen: true,
+    });
+  });
+});
