@@ -12,6 +12,14 @@ export default defineConfig({
   test: {
     projects: [
       { resolve: { alias }, test: { name: 'core', include: ['packages/core/test/**/*.test.ts'] } },
+      {
+        resolve: { alias },
+        test: { name: 'fastify', include: ['packages/fastify-plugin/test/**/*.test.ts'] },
+      },
+      {
+        resolve: { alias },
+        test: { name: 'express', include: ['packages/express-middleware/test/**/*.test.ts'] },
+      },
       { resolve: { alias }, test: { name: 'e2e', include: ['test/**/*.test.ts'] } },
     ],
   },
