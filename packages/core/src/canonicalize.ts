@@ -1,4 +1,4 @@
-import { joinSegments, pathSegmentKind, walkSegments } from './segments.js';
+import { joinSegments } from './segments.js';
 
 /** Why a value or a root could not be canonicalized. */
 export type CanonicalizeFailure =
@@ -31,28 +31,62 @@ export type Canonical =
   | { ok: true; value: CanonicalPath }
   | { ok: false; reason: CanonicalizeFailure };
 
-const NON_ASCII = /[\u0080-\uffff]/;
+/** NUL or anything beyond ASCII: the rare strings that need steps 2–4 in full. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this scan looks for.
+const NEEDS_CHECKS = /[\u0000\u0080-\uffff]/;
 
 /** Steps 1–4: a string, no NUL, well-formed UTF-16; returns its NFC form. */
 export function readText(value: unknown): string | { reason: CanonicalizeFailure } {
   // 1. only strings are paths: no coercion of numbers, arrays or objects
   if (typeof value !== 'string') return { reason: 'not-a-string' };
+  // ASCII without NUL is well-formed and NFC already: one scan for the common case.
+  if (!NEEDS_CHECKS.test(value)) return value;
   // 2. a NUL truncates the path in C APIs underneath fs calls
   if (value.includes('\0')) return { reason: 'nul-byte' };
   // 3. a lone surrogate has no UTF-8 form: the file system would see U+FFFD
   if (!value.isWellFormed()) return { reason: 'invalid-unicode' };
   // 4. NFC, so NFD look-alikes of one name compare equal (ASCII is already NFC)
-  return NON_ASCII.test(value) ? value.normalize('NFC') : value;
+  return value.normalize('NFC');
 }
+
+/** The root of everything, the base of absolute values. */
+export const TOP: CanonicalPath = Object.freeze({ path: '/', segments: [] }) as CanonicalPath;
 
 /**
  * Steps 5–7 on a checked text: joined to `base` unless absolute, then the
  * lexical walk. The core never decodes: `%2e`, `\` and `~` are ordinary.
  */
-function walk(text: string, base: readonly string[]): CanonicalPath {
-  const start = text.startsWith('/') ? [] : base.slice();
-  const segments = walkSegments(text.split('/'), pathSegmentKind, start);
-  return { path: joinSegments(segments), segments };
+function walk(text: string, base: CanonicalPath): CanonicalPath {
+  const absolute = text.charCodeAt(0) === 47;
+  const segments = absolute ? [] : base.segments.slice();
+  const length = text.length;
+  // While `clean`, the kept segments are text.slice(keptFrom) verbatim, so the
+  // canonical path is the base path plus that slice: no join needed.
+  let clean = true;
+  let keptFrom = 0;
+  let kept = 0;
+  for (let start = 0; start <= length; ) {
+    let end = text.indexOf('/', start);
+    if (end === -1) end = length;
+    const size = end - start;
+    const dot1 = size === 1 && text.charCodeAt(start) === 46;
+    const dot2 = size === 2 && text.charCodeAt(start) === 46 && text.charCodeAt(start + 1) === 46;
+    if (size === 0 || dot1) {
+      if (kept === 0) keptFrom = end + 1;
+      else clean = false;
+    } else if (dot2) {
+      clean = false;
+      segments.pop();
+    } else {
+      kept++;
+      segments.push(text.slice(start, end));
+    }
+    start = end + 1;
+  }
+  if (!clean) return { path: joinSegments(segments), segments };
+  const prefix = absolute || base.path === '/' ? '' : base.path;
+  if (kept === 0) return { path: prefix === '' ? '/' : prefix, segments };
+  return { path: `${prefix}/${text.slice(keptFrom)}`, segments };
 }
 
 /** Step 8: the resolver's answer is distrusted and normalized again (steps 2–7). */
@@ -68,13 +102,13 @@ function resolveStep(lexical: CanonicalPath, resolve: (path: string) => string):
   }
   const text = readText(resolved);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
-  return { ok: true, value: walk(text, []) };
+  return { ok: true, value: walk(text, TOP) };
 }
 
 /** Steps 5–8 for a checked value against an already canonical root. */
 export function canonicalizeText(
   text: string,
-  root: readonly string[],
+  root: CanonicalPath,
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
   const lexical = walk(text, root);
@@ -89,13 +123,13 @@ export function canonicalizeRoot(
   const text = readText(root);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
   if (!text.startsWith('/')) return { ok: false, reason: 'relative-root' };
-  return canonicalizeText(text, [], resolve);
+  return canonicalizeText(text, TOP, resolve);
 }
 
 /** Full canonicalization of a value against a canonical root's segments. */
 export function canonicalizeValue(
   value: unknown,
-  root: readonly string[],
+  root: CanonicalPath,
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
   const text = readText(value);
@@ -118,7 +152,7 @@ export function canonicalize(
   const resolve = options?.resolve;
   const base = canonicalizeRoot(root, resolve);
   if (!base.ok) return base;
-  const result = canonicalizeText(text, base.value.segments, resolve);
+  const result = canonicalizeText(text, base.value, resolve);
   return result.ok ? { ok: true, path: result.value.path } : result;
 }
 

@@ -31,7 +31,7 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
     throw new TypeError(`checkFs: mode must be "read" or "write", got ${String(mode)}`);
   }
   const { root, resolve, index } = compiledOf(policy);
-  const canonical = canonicalizeValue(path, root.segments, resolve);
+  const canonical = canonicalizeValue(path, root, resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
   const write = mode === 'write';

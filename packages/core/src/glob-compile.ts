@@ -120,28 +120,68 @@ function collapseGlobstars(matchers: SegmentMatcher[]): SegmentMatcher[] {
   return matchers.filter((m, i) => !(m.globstar && matchers[i - 1]?.globstar));
 }
 
+type SegmentTest = (s: string) => boolean;
+
+const testsOf = (matchers: readonly SegmentMatcher[]): SegmentTest[] =>
+  matchers.map((m) => (m as { test: SegmentTest }).test);
+
+/** Whether `tests` match `segments[at..]` one for one. */
+function testsMatch(
+  tests: readonly SegmentTest[],
+  segments: readonly string[],
+  at: number,
+): boolean {
+  for (let i = 0; i < tests.length; i++) {
+    if (!(tests[i] as SegmentTest)(segments[at + i] as string)) return false;
+  }
+  return true;
+}
+
+/**
+ * With `**`: the segments before the first `**` and after the last one each
+ * take exactly one path segment, so they are checked in place at the start
+ * and at the end; only what lies between goes to the dynamic programme, and
+ * a lone `**` there (as in `a/**` or `**` + `/*.txt`) needs just the dotfile test.
+ */
+function globstarMatcher(
+  matchers: SegmentMatcher[],
+  offset: number,
+  dot: boolean,
+): (segments: readonly string[]) => boolean {
+  const elements = collapseGlobstars(matchers);
+  const first = elements.findIndex((m) => m.globstar);
+  const last = elements.length - 1 - [...elements].reverse().findIndex((m) => m.globstar);
+  const head = testsOf(elements.slice(0, first));
+  const tail = testsOf(elements.slice(last + 1));
+  const starTakes = (s: string) => dot || s.charCodeAt(0) !== 46;
+  const pattern: SequencePattern<SegmentMatcher, string> = {
+    elements: elements.slice(first, last + 1),
+    isStar: (m) => m.globstar,
+    starTakes,
+    matchOne: (m, s) => !m.globstar && m.test(s),
+  };
+  const loneStar = first === last;
+  return (segments) => {
+    const from = offset + head.length;
+    const to = segments.length - tail.length;
+    if (to < from || !testsMatch(head, segments, offset) || !testsMatch(tail, segments, to)) {
+      return false;
+    }
+    if (!loneStar) return matchSequence(pattern, segments, from, to);
+    for (let i = from; i < to; i++) if (!starTakes(segments[i] as string)) return false;
+    return true;
+  };
+}
+
 function compileMatcher(
   matchers: SegmentMatcher[],
   offset: number,
   dot: boolean,
 ): (segments: readonly string[]) => boolean {
-  if (!matchers.some((m) => m.globstar)) {
-    const tests = matchers.map((m) => (m as { test(s: string): boolean }).test);
-    return (segments) => {
-      if (segments.length - offset !== tests.length) return false;
-      for (let i = 0; i < tests.length; i++) {
-        if (!(tests[i] as (s: string) => boolean)(segments[offset + i] as string)) return false;
-      }
-      return true;
-    };
-  }
-  const pattern: SequencePattern<SegmentMatcher, string> = {
-    elements: collapseGlobstars(matchers),
-    isStar: (m) => m.globstar,
-    starTakes: (s) => dot || s.charCodeAt(0) !== 46,
-    matchOne: (m, s) => !m.globstar && m.test(s),
-  };
-  return (segments) => matchSequence(pattern, segments, offset);
+  if (matchers.some((m) => m.globstar)) return globstarMatcher(matchers, offset, dot);
+  const tests = testsOf(matchers);
+  return (segments) =>
+    segments.length - offset === tests.length && testsMatch(tests, segments, offset);
 }
 
 function compileAlternative(

@@ -17,7 +17,7 @@ export type GlobToken =
 export const MAX_EXPANSIONS = 1024;
 
 function token(node: Exclude<GlobNode, { type: 'brace' }>, braced: boolean): GlobToken {
-  return node.type === 'char' ? { ...node, syntax: braced } : node;
+  return node.type === 'char' ? { type: 'char', value: node.value, syntax: braced } : node;
 }
 
 export function expandGlob(nodes: readonly GlobNode[], braced = false): GlobToken[][] {

@@ -71,7 +71,7 @@ function readOptions(options: unknown): {
   const root = readRoot(options, typedResolve);
   const texts = readRules(options);
   const rules: CompiledRule[] = texts.map((t, i) => compileRule(t, i, root.segments, dot));
-  const index = new RuleIndex(rules);
+  const index = new RuleIndex(rules, root.segments);
   return { compiled: { root, resolve: typedResolve, index }, rules: rules.map((r) => r.text), dot };
 }
 

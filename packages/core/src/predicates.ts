@@ -14,7 +14,7 @@ export function isInside(value: unknown, root: unknown, options?: CanonicalizeOp
   const resolve = options?.resolve;
   const base = canonicalizeRoot(root, resolve);
   if (!base.ok) return false;
-  const result = canonicalizeValue(value, base.value.segments, resolve);
+  const result = canonicalizeValue(value, base.value, resolve);
   return result.ok && isWithin(result.value.path, base.value.path);
 }
 
@@ -29,9 +29,9 @@ function prepare(name: string, selector: Selector, root: string, options?: Canon
     throw new TypeError(`${name}: root must canonicalize to an absolute path (${base.reason})`);
   }
   const compiled = requireSelector(selector, `${name}: selector`);
-  const { segments, path }: CanonicalPath = base.value;
+  const { path }: CanonicalPath = base.value;
   const within = (value: unknown): boolean => {
-    const result = canonicalizeValue(value, segments, resolve);
+    const result = canonicalizeValue(value, base.value, resolve);
     return result.ok && isWithin(result.value.path, path);
   };
   return { compiled, within };

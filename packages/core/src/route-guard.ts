@@ -96,10 +96,20 @@ export class RouteGuard {
     return checkFs(this.policy, input, this.mode);
   }
 
-  /** Checks every declared value of params, query, body and headers; records allowed paths in `info`. */
-  checkRequest(request: RequestValues, info: PathgateInfo): GuardResult {
+  /**
+   * Checks every declared value of params, query, body and headers; records
+   * allowed paths in `info`. With `sources`, only the specs of those sources
+   * are checked: an adapter can check params, query and headers before the
+   * body is read, then everything once it is parsed.
+   */
+  checkRequest(
+    request: RequestValues,
+    info: PathgateInfo,
+    sources?: readonly PathSource[],
+  ): GuardResult {
     for (const spec of this.values) {
       const source = spec.source as PathSource;
+      if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as NonNullable<CompiledSpec['selector']>;
       const selection = select(request[source], selector);
       const value = selection.present ? selection.value : undefined;
@@ -172,10 +182,10 @@ export function compileRouteGuard(
   const { mode, paths } = options as Partial<RouteGuardOptions>;
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
   if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');
-  const rootSegments = splitCanonical(policy.root);
+  const root = { path: policy.root, segments: splitCanonical(policy.root) };
   // `under` is literal text like the root: relative to the root, and inside it.
   const canonicalUnder = (under: string): string | undefined => {
-    const result = canonicalizeValue(under, rootSegments, undefined);
+    const result = canonicalizeValue(under, root, undefined);
     return result.ok && isWithin(result.value.path, policy.root) ? result.value.path : undefined;
   };
   const specs = (paths as unknown[]).map((spec, i) =>

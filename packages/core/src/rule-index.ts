@@ -10,28 +10,65 @@ export interface IndexEntry {
 interface TrieNode {
   readonly children: Map<string, TrieNode>;
   readonly entries: IndexEntry[];
+  /** This node's and its ancestors' non-empty entry lists, deepest first. */
+  chain: IndexEntry[][];
+  /** With few children, their names and nodes as arrays: comparing beats hashing a fresh slice. */
+  names: string[] | undefined;
+  nodes: TrieNode[];
 }
 
-const newNode = (): TrieNode => ({ children: new Map(), entries: [] });
+const NONE: IndexEntry[][] = [];
+const SCAN_LIMIT = 8;
+
+const newNode = (): TrieNode => ({
+  children: new Map(),
+  entries: [],
+  chain: [],
+  names: undefined,
+  nodes: [],
+});
+
+function childOf(node: TrieNode, name: string): TrieNode | undefined {
+  const { names } = node;
+  if (names === undefined) return node.children.get(name);
+  for (let i = 0; i < names.length; i++) if (names[i] === name) return node.nodes[i];
+  return undefined;
+}
 
 /**
  * A trie from literal-root segments to the rules filed there, so a check
  * looks only at rules whose literal root is the path or one of its parents:
- * its cost follows the path's depth, not the number of rules.
+ * its cost follows the path's depth, not the number of rules. Every rule lies
+ * inside the policy root, so lookups start at the root's node.
  */
 export class RuleIndex {
   private readonly top = newNode();
+  private readonly rootNode: TrieNode;
+  private readonly root: readonly string[];
 
-  constructor(rules: readonly CompiledRule[]) {
+  constructor(rules: readonly CompiledRule[], root: readonly string[]) {
+    this.rootNode = this.nodeAt(root);
+    this.root = root;
     for (const rule of rules) {
-      for (const glob of rule.globs) this.file({ rule, glob });
+      for (const glob of rule.globs) this.nodeAt(glob.literalRoot).entries.push({ rule, glob });
     }
     this.sort(this.top);
+    this.link(this.top, []);
   }
 
-  private file(entry: IndexEntry): void {
+  private link(node: TrieNode, parent: IndexEntry[][]): void {
+    node.chain = node.entries.length > 0 ? [node.entries, ...parent] : parent;
+    if (node.children.size <= SCAN_LIMIT) {
+      node.names = [...node.children.keys()];
+      node.nodes = [...node.children.values()];
+    }
+    for (const child of node.children.values()) this.link(child, node.chain);
+  }
+
+  /** The node for `segments`, created on the way. */
+  private nodeAt(segments: readonly string[]): TrieNode {
     let node = this.top;
-    for (const segment of entry.glob.literalRoot) {
+    for (const segment of segments) {
       let child = node.children.get(segment);
       if (!child) {
         child = newNode();
@@ -39,7 +76,7 @@ export class RuleIndex {
       }
       node = child;
     }
-    node.entries.push(entry);
+    return node;
   }
 
   /** Rule text order within a node: which rule explains a decision never depends on rule order. */
@@ -50,14 +87,24 @@ export class RuleIndex {
     for (const child of node.children.values()) this.sort(child);
   }
 
-  /** The candidate entries for a path, deepest literal root first. */
+  /** Whether the path's segments begin with the root's (same strings, so mostly a pointer compare). */
+  private underRoot(segments: readonly string[]): boolean {
+    const { root } = this;
+    if (segments.length < root.length) return false;
+    for (let i = 0; i < root.length; i++) if (segments[i] !== root[i]) return false;
+    return true;
+  }
+
+  /** The candidate entries for a path, deepest literal root first; none outside the root. */
   candidates(segments: readonly string[]): IndexEntry[][] {
-    const found: IndexEntry[][] = [];
-    let node: TrieNode | undefined = this.top;
-    for (let i = 0; node; i++) {
-      if (node.entries.length > 0) found.push(node.entries);
-      node = i < segments.length ? node.children.get(segments[i] as string) : undefined;
+    if (!this.underRoot(segments)) return NONE;
+    let node = this.rootNode;
+    // A leaf ends the walk before the next segment is hashed (a file name usually meets a leaf).
+    for (let i = this.root.length; i < segments.length && node.children.size > 0; i++) {
+      const child = childOf(node, segments[i] as string);
+      if (child === undefined) break;
+      node = child;
     }
-    return found.reverse();
+    return node.chain;
   }
 }

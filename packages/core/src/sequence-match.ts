@@ -11,25 +11,29 @@ export interface SequencePattern<P, S> {
   matchOne(element: P, item: S): boolean;
 }
 
+/** Matches `subject[from..to)` against the whole pattern. */
 export function matchSequence<P, S>(
   pattern: SequencePattern<P, S>,
   subject: readonly S[],
   from: number,
+  to: number = subject.length,
 ): boolean {
-  const n = subject.length - from;
-  let reach = new Array<boolean>(n + 1).fill(false);
-  reach[0] = true;
+  const n = to - from;
+  let reach = new Uint8Array(n + 1);
+  let next = new Uint8Array(n + 1);
+  reach[0] = 1;
   for (const element of pattern.elements) {
-    const next = new Array<boolean>(n + 1).fill(false);
     const star = pattern.isStar(element);
-    next[0] = star && (reach[0] as boolean);
+    next[0] = star ? (reach[0] as number) : 0;
     for (let j = 1; j <= n; j++) {
       const item = subject[from + j - 1] as S;
-      next[j] = star
-        ? (reach[j] as boolean) || ((next[j - 1] as boolean) && pattern.starTakes(item))
-        : (reach[j - 1] as boolean) && pattern.matchOne(element, item);
+      const on = star
+        ? reach[j] === 1 || (next[j - 1] === 1 && pattern.starTakes(item))
+        : reach[j - 1] === 1 && pattern.matchOne(element, item);
+      next[j] = on ? 1 : 0;
     }
-    reach = next;
+    // The two rows are reused: no allocation per pattern element.
+    [reach, next] = [next, reach];
   }
-  return reach[n] as boolean;
+  return reach[n] === 1;
 }

@@ -1,0 +1,44 @@
+// Runs the benchmarks of this folder one after the other, each in its own node
+// process: a fresh heap and JIT per benchmark, so one cannot warm up, slow
+// down or leave garbage for the next. `npm run bench` builds the packages,
+// then runs this. `node bench/run.mjs core` runs only the scripts whose file
+// name starts with one of the given words.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// One line per benchmark, in run order; each is a script of this folder run with `node`.
+const BENCHMARKS = [
+  'core.mjs', // checkFs per call vs the path.resolve floor and a picomatch loop, 10 to 10k rules
+];
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+function selected(words) {
+  if (words.length === 0) return BENCHMARKS;
+  const chosen = BENCHMARKS.filter((file) => words.some((w) => file.startsWith(w)));
+  if (chosen.length === 0) {
+    console.error(`no benchmark matches ${words.join(', ')}; known: ${BENCHMARKS.join(', ')}`);
+    process.exit(2);
+  }
+  return chosen;
+}
+
+/** Runs one script; returns a failure line, or undefined when it exited 0. */
+function run(file) {
+  console.log(`\n=== ${file} ===\n`);
+  const child = spawnSync(process.execPath, [path.join(here, file)], { stdio: 'inherit' });
+  if (child.error) return `${file}: ${child.error.message}`;
+  if (child.status === 0) return undefined;
+  return `${file} exited with ${child.status ?? child.signal}`;
+}
+
+const failures = selected(process.argv.slice(2))
+  .map(run)
+  .filter((f) => f !== undefined);
+if (failures.length > 0) {
+  for (const failure of failures) console.error(failure);
+  // Benchmarks import the built packages (dist/): `npm run bench` builds them first.
+  console.error('(an ERR_MODULE_NOT_FOUND for @pathgate/* means: run `npm run build` first)');
+  process.exitCode = 1;
+}
