@@ -1,11 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const src = (pkg: string) =>
-  fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+const src = (pkg: string, file = 'index') =>
+  fileURLToPath(new URL(`./packages/${pkg}/src/${file}.ts`, import.meta.url));
 
 // Tests import the workspace packages from source; the packaging test imports the builds.
-const alias = { '@pathgate/core': src('core') };
+// The subpath comes first: an alias also matches `<key>/…`, so '@pathgate/core' alone
+// would turn '@pathgate/core/http' into '…/src/index.ts/http'.
+const alias = { '@pathgate/core/http': src('core', 'http'), '@pathgate/core': src('core') };
 
 export default defineConfig({
   resolve: { alias },

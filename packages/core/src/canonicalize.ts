@@ -54,7 +54,9 @@ export const TOP: CanonicalPath = Object.freeze({ path: '/', segments: [] }) as 
 
 /**
  * Steps 5–7 on a checked text: joined to `base` unless absolute, then the
- * lexical walk. The core never decodes: `%2e`, `\` and `~` are ordinary.
+ * lexical walk (the rules of segments.ts, fused into one pass with no
+ * split or join, since this runs on every check). The core never decodes:
+ * `%2e`, `\` and `~` are ordinary.
  */
 function walk(text: string, base: CanonicalPath): CanonicalPath {
   const absolute = text.charCodeAt(0) === 47;

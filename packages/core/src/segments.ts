@@ -8,7 +8,8 @@ export function pathSegmentKind(segment: string): SegmentKind {
 }
 
 /**
- * The lexical walk of DESIGN step 6, shared by paths and glob text: appends
+ * The lexical walk of DESIGN step 6 for glob text (paths take a hand-fused
+ * copy of these rules in canonicalize.ts: they are on every request): appends
  * `parts` to `out`, dropping skipped parts and letting `..` pop the previous
  * one (never past the start: `..` at `/` stays at `/`). `beforePop` may veto a
  * pop by throwing (globs refuse to pop a segment holding glob syntax).

@@ -532,6 +532,57 @@ describe('checkRequest: missing values fail closed', () => {
   });
 });
 
+describe('checkRequest: a sources filter checks only those specs', () => {
+  // An adapter checks params, query and headers before the body is read (so a
+  // denied param refuses an upload early), then everything once it is parsed.
+  const guard = guardOf({
+    mode: 'read',
+    paths: [{ params: 'p' }, { body: 'from' }, { query: 'q' }, { file: 'f' }],
+  });
+  const early = ['params', 'query', 'headers'] as const;
+
+  it('skips the body spec: an unread body is not missing', () => {
+    const info = guard.newInfo();
+    const values = { params: { p: 'docs/a' }, query: { q: 'docs/b' } };
+    expect(guard.checkRequest(values, info, early)).toEqual({ ok: true });
+    expect(info.params).toEqual({ p: `${ROOT}/docs/a` });
+    expect(info.query).toEqual({ q: `${ROOT}/docs/b` });
+    expect(info.body).toEqual({});
+  });
+
+  it('still denies the listed sources, with their reason and label', () => {
+    const values = { params: { p: 'docs/a' }, query: { q: '../etc/passwd' } };
+    expect(denialOf(guard.checkRequest(values, guard.newInfo(), early))).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      label: 'query.q',
+    });
+    expect(
+      denialOf(guard.checkRequest({ query: { q: 'docs/b' } }, guard.newInfo(), early)),
+    ).toEqual({
+      reason: 'missing-path',
+      label: 'params.p',
+    });
+  });
+
+  it('an empty filter checks nothing; no filter checks every value spec', () => {
+    expect(guard.checkRequest({}, guard.newInfo(), [])).toEqual({ ok: true });
+    expect(
+      denialOf(
+        guard.checkRequest({ params: { p: 'docs/a' }, query: { q: 'docs/b' } }, guard.newInfo()),
+      ),
+    ).toEqual({
+      reason: 'missing-path',
+      label: 'body.from',
+    });
+  });
+
+  it('the body alone: only body specs', () => {
+    const info = guard.newInfo();
+    expect(guard.checkRequest({ body: { from: 'docs/c' } }, info, ['body'])).toEqual({ ok: true });
+    expect(info).toEqual({ ...guard.newInfo(), body: { from: `${ROOT}/docs/c` } });
+  });
+});
+
 describe('checkRequest: own properties only', () => {
   it('constructor on a plain object is missing; a JSON-parsed own one is checked', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: 'constructor' }] });
