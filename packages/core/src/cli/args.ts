@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+import type { FsAccessMode } from '../check-fs.js';
+
+/** What `pathgate check` was asked, once its flags are read. */
+export interface CheckCommand {
+  root: string | undefined;
+  rules: string[];
+  policyFile: string | undefined;
+  paths: string[];
+  mode: FsAccessMode;
+  dot: boolean;
+  resolveSymlinks: boolean;
+  json: boolean;
+}
+
+export const USAGE = `Usage: pathgate check [--root DIR] [--rule RULE]... [--policy FILE] [--mode read|write]
+                      [--dot] [--resolve-symlinks] [--json] PATH...
+
+Checks each PATH against a policy, as @pathgate/core's checkFs does, and prints
+the decision, the reason, the canonical path and the rule that decided.
+
+  --root DIR            sandbox root (absolute; default "/")
+  --rule RULE           an allowlist rule, "[r:|rw:]<glob>"; repeat for more
+  --policy FILE         JSON file: { "root": "...", "fs": ["..."], "dot": false }
+                        (--root, --rule and --dot add to or override it)
+  --mode read|write     the access to check (default read)
+  --dot                 let wildcards match dotfiles
+  --resolve-symlinks    resolve symlinks on the real file system (resolveSymlinks)
+  --json                one JSON document instead of text
+
+Exit status: 0 when every path is allowed, 1 when any is denied, 2 on a usage
+or policy error.`;
+
+/** A usage problem: printed with the usage text, exit status 2. */
+export class UsageError extends Error {}
+
+export function parseCheckArgs(argv: readonly string[]): CheckCommand {
+  const [command, ...rest] = argv;
+  if (command !== 'check')
+    throw new UsageError(command ? `unknown command "${command}"` : 'no command');
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(rest);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const mode = values.mode ?? 'read';
+  if (mode !== 'read' && mode !== 'write')
+    throw new UsageError(`--mode must be read or write, got "${mode}"`);
+  if (positionals.length === 0) throw new UsageError('no PATH to check');
+  return {
+    root: values.root,
+    rules: values.rule ?? [],
+    policyFile: values.policy,
+    paths: positionals,
+    mode,
+    dot: values.dot ?? false,
+    resolveSymlinks: values['resolve-symlinks'] ?? false,
+    json: values.json ?? false,
+  };
+}
+
+function parse(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      root: { type: 'string' },
+      rule: { type: 'string', multiple: true },
+      policy: { type: 'string' },
+      mode: { type: 'string' },
+      dot: { type: 'boolean' },
+      'resolve-symlinks': { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
+  });
+}

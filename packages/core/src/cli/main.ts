@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// `pathgate check`: test a policy in a shell or a CI job before it guards a live service.
+import { type CheckResult, checkFs } from '../check-fs.js';
+import { parseCheckArgs, USAGE, UsageError } from './args.js';
+import { buildPolicy } from './policy-file.js';
+
+/** One path's decision: what was asked, then checkFs's result (`path` is the canonical path). */
+type Decision = { input: string } & CheckResult;
+
+function line({ input, ...result }: Decision): string {
+  const verdict = result.outcome === 'allow' ? 'allow' : `deny (${result.reason})`;
+  const canonical = result.path === undefined ? '' : ` -> ${result.path}`;
+  const rule = result.rule === undefined ? '' : `  [rule ${JSON.stringify(result.rule)}]`;
+  return `${verdict.padEnd(28)} ${JSON.stringify(input)}${canonical}${rule}`;
+}
+
+function run(argv: readonly string[]): number {
+  const command = parseCheckArgs(argv);
+  const policy = buildPolicy(command);
+  const results: Decision[] = command.paths.map((input) => ({
+    input,
+    ...checkFs(policy, input, command.mode),
+  }));
+  if (command.json) {
+    console.log(JSON.stringify({ root: policy.root, mode: command.mode, results }, null, 2));
+  } else {
+    for (const decision of results) console.log(line(decision));
+  }
+  return results.every((r) => r.outcome === 'allow') ? 0 : 1;
+}
+
+try {
+  process.exitCode = run(process.argv.slice(2));
+} catch (error) {
+  if (!(error instanceof UsageError || error instanceof TypeError)) throw error;
+  console.error(`pathgate: ${error.message}`);
+  if (error instanceof UsageError) console.error(`\n${USAGE}`);
+  process.exitCode = 2;
+}

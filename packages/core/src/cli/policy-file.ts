@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import { PermissionPolicy } from '../policy.js';
+import { resolveSymlinks } from '../realpath.js';
+import type { CheckCommand } from './args.js';
+import { UsageError } from './args.js';
+
+interface PolicyFile {
+  root?: unknown;
+  fs?: unknown;
+  dot?: unknown;
+}
+
+function readPolicyFile(file: string): PolicyFile {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(
+      `cannot read --policy ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--policy ${file} is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new UsageError(`--policy ${file} must hold a JSON object { "root", "fs", "dot" }`);
+  }
+  return json as PolicyFile;
+}
+
+/** Builds the policy from the file and the flags; a bad policy throws PermissionPolicy's TypeError. */
+export function buildPolicy(command: CheckCommand): PermissionPolicy {
+  const file = command.policyFile ? readPolicyFile(command.policyFile) : {};
+  const fileRules = file.fs === undefined ? [] : file.fs;
+  if (!Array.isArray(fileRules))
+    throw new UsageError('the policy file\'s "fs" must be an array of rules');
+  return new PermissionPolicy({
+    root: (command.root ?? file.root) as string | undefined,
+    permissions: { fs: [...fileRules, ...command.rules] },
+    dot: command.dot || (file.dot as boolean | undefined),
+    resolve: command.resolveSymlinks ? resolveSymlinks : undefined,
+  });
+}

@@ -1,0 +1,128 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The real bin, as built (`npm run build` runs before the tests).
+const BIN = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+function pathgate(...args: string[]) {
+  const run = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+const RULES = ['--root', '/srv/files', '--rule', './public/**', '--rule', 'rw:./uploads/*'];
+
+describe('pathgate check (the built bin)', () => {
+  let dir: string;
+  beforeAll(() => {
+    if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first`);
+    dir = mkdtempSync(join(tmpdir(), 'pathgate-cli-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints each decision with reason, canonical path and rule; exits 0 when all are allowed', () => {
+    const run = pathgate('check', ...RULES, 'public/a.txt', 'uploads/x.png');
+    expect(run.status).toBe(0);
+    expect(run.stdout.split('\n')).toEqual([
+      'allow                        "public/a.txt" -> /srv/files/public/a.txt  [rule "./public/**"]',
+      'allow                        "uploads/x.png" -> /srv/files/uploads/x.png  [rule "rw:./uploads/*"]',
+      '',
+    ]);
+  });
+
+  it('exits 1 when any path is denied, and says why', () => {
+    const run = pathgate('check', ...RULES, '--mode', 'write', 'public/a.txt', '../../etc/passwd');
+    expect(run.status).toBe(1);
+    expect(run.stdout).toContain(
+      'deny (mode-not-permitted)    "public/a.txt" -> /srv/files/public/a.txt',
+    );
+    expect(run.stdout).toContain('deny (path-not-in-allowlist) "../../etc/passwd" -> /etc/passwd');
+  });
+
+  it('--json prints one document with the contract fields', () => {
+    const run = pathgate('check', ...RULES, '--json', 'uploads/a.png', 'public/.env');
+    expect(run.status).toBe(1);
+    expect(JSON.parse(run.stdout)).toEqual({
+      root: '/srv/files',
+      mode: 'read',
+      results: [
+        {
+          input: 'uploads/a.png',
+          outcome: 'allow',
+          path: '/srv/files/uploads/a.png',
+          rule: 'rw:./uploads/*',
+        },
+        {
+          input: 'public/.env',
+          outcome: 'deny',
+          reason: 'path-not-in-allowlist',
+          path: '/srv/files/public/.env',
+        },
+      ],
+    });
+  });
+
+  it('reads a JSON policy file, and flags add rules to it', () => {
+    const file = join(dir, 'policy.json');
+    writeFileSync(file, JSON.stringify({ root: '/data', fs: ['./reports/*.csv'], dot: true }));
+    const run = pathgate(
+      'check',
+      '--policy',
+      file,
+      '--rule',
+      'rw:./tmp/*',
+      '--json',
+      'reports/.q3.csv',
+      'tmp/x',
+    );
+    expect(run.status).toBe(0);
+    const { results } = JSON.parse(run.stdout);
+    expect(results.map((r: { rule: string }) => r.rule)).toEqual(['./reports/*.csv', 'rw:./tmp/*']);
+  });
+
+  it.each([
+    [
+      ['check', '--root', '/srv', '--rule', 'wr:./x', 'a'],
+      'pathgate: rule 1 "wr:./x": unknown prefix "wr"',
+    ],
+    [
+      ['check', '--root', 'srv', '--rule', './x', 'a'],
+      'pathgate: PermissionPolicy: root must canonicalize',
+    ],
+    [['check', '--rule', './x'], 'pathgate: no PATH to check'],
+    [['check', '--mode', 'rw', 'a'], 'pathgate: --mode must be read or write'],
+    [['check', '--bogus', 'a'], "pathgate: Unknown option '--bogus'"],
+    [['move', 'a'], 'pathgate: unknown command "move"'],
+    [
+      ['check', '--policy', '/nonexistent/p.json', 'a'],
+      'pathgate: cannot read --policy /nonexistent/p.json: ENOENT',
+    ],
+  ])('exits 2 with a clear message on %j', (args, message) => {
+    const run = pathgate(...args);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.stdout).toBe('');
+  });
+
+  it('exits 2 on a policy file that is not JSON', () => {
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, '{ root: /srv }');
+    const run = pathgate('check', '--policy', file, 'a');
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`--policy ${file} is not JSON`);
+  });
+
+  it('--resolve-symlinks sees through a link that points out of the root', () => {
+    const root = join(dir, 'root');
+    execFileSync('mkdir', ['-p', join(root, 'uploads'), join(dir, 'outside')]);
+    execFileSync('ln', ['-s', join(dir, 'outside'), join(root, 'uploads', 'link')]);
+    const args = ['check', '--root', root, '--rule', 'rw:./uploads/**', '--mode', 'write'];
+    expect(pathgate(...args, 'uploads/link/x').status).toBe(0);
+    const resolved = pathgate(...args, '--resolve-symlinks', 'uploads/link/x');
+    expect(resolved.status).toBe(1);
+    expect(resolved.stdout).toContain('deny (path-not-in-allowlist)');
+  });
+});
