@@ -7,7 +7,12 @@ const src = (pkg: string, file = 'index') =>
 // Tests import the workspace packages from source; the packaging test imports the builds.
 // The subpath comes first: an alias also matches `<key>/…`, so '@pathgate/core' alone
 // would turn '@pathgate/core/http' into '…/src/index.ts/http'.
-const alias = { '@pathgate/core/http': src('core', 'http'), '@pathgate/core': src('core') };
+const alias = {
+  '@pathgate/core/http': src('core', 'http'),
+  '@pathgate/core': src('core'),
+  '@pathgate/express': src('express-middleware'),
+  '@pathgate/fastify': src('fastify-plugin'),
+};
 
 export default defineConfig({
   resolve: { alias },

@@ -1,0 +1,28 @@
+import type {} from '@fastify/multipart';
+import type { PathgateInfo, RouteGuardOptions } from '@pathgate/core';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** This route's paths: the mode they are used in, and where each comes from. */
+    pathgate?: RouteGuardOptions;
+  }
+
+  interface FastifyRequest {
+    /**
+     * The canonical paths pathgate checked, by source and selector, and the
+     * allowed files; read-only. `null` on routes without a declaration, so a
+     * handler that relies on it fails closed if the guard did not run.
+     */
+    readonly pathgate: PathgateInfo | null;
+  }
+}
+
+declare module '@fastify/multipart' {
+  interface MultipartFile {
+    /** Set by pathgate on an allowed file part: the canonical path to write it to. */
+    pathgatePath?: string;
+  }
+}
+
+/** The per-route declaration, as written in `config.pathgate`. */
+export type PathgateRouteConfig = RouteGuardOptions;

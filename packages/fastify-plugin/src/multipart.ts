@@ -1,0 +1,165 @@
+import type { PathDenial } from '@pathgate/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { deniedError } from './errors.js';
+import type { PathgateSettings } from './options.js';
+import { refuse } from './reply.js';
+import type { RequestState } from './request-state.js';
+
+/** What the guard touches on a @fastify/multipart part. */
+interface Part {
+  type?: unknown;
+  fieldname: string;
+  filename: unknown;
+  file?: { destroy(): unknown };
+  fields?: Record<string, unknown>;
+  pathgatePath?: string;
+}
+
+/** The request methods @fastify/multipart decorates (absent where it is not registered). */
+interface MultipartMethods {
+  parts?: (options?: unknown) => AsyncIterable<Part>;
+  files?: (options?: unknown) => AsyncIterable<Part>;
+  file?: (options?: unknown) => Promise<Part | undefined>;
+  saveRequestFiles?: (options?: unknown) => Promise<{ files: Part[] }>;
+  cleanRequestFiles?: () => Promise<void>;
+}
+
+/** A file part that never went through the guard. */
+export const UNVETTED: PathDenial = { reason: 'unexpected-file', label: 'file' };
+
+/** Every file part the guard has checked. */
+const checked = new WeakSet<object>();
+
+/**
+ * A body (attachFieldsToBody, or a user's hook) holding a multipart file part
+ * that never went through the guard: fail closed.
+ */
+export function holdsUncheckedFile(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  return Object.values(body)
+    .flat()
+    .some((v) => typeof v === 'object' && v !== null && v.type === 'file' && !checked.has(v));
+}
+
+/** The denied part is already in multipart's shared `fields` (the attachFieldsToBody body): take it out. */
+function forgetPart(part: Part): void {
+  const { fields, fieldname } = part;
+  if (fields === undefined || !Object.hasOwn(fields, fieldname)) return;
+  const entry = fields[fieldname];
+  if (entry === part) {
+    delete fields[fieldname];
+  } else if (Array.isArray(entry) && entry.includes(part)) {
+    entry.splice(entry.indexOf(part), 1);
+    if (entry.length === 0) delete fields[fieldname];
+  }
+}
+
+/** The per-request checks the wrappers share. */
+class PartChecks {
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+    private readonly state: RequestState,
+    private readonly settings: PathgateSettings,
+  ) {}
+
+  /** Once refused, a request stays refused: a handler that swallowed the 403 gets it again. */
+  sticky(part?: Part): void {
+    if (this.state.refused === undefined) return;
+    part?.file?.destroy();
+    throw deniedError(this.state.refused);
+  }
+
+  /** Runs before the part is handed on, so a denied file's bytes are never read. */
+  file(part: Part): void {
+    this.sticky(part);
+    checked.add(part);
+    const result = this.state.guard.checkFile(part.fieldname, part.filename);
+    if (result.ok) {
+      part.pathgatePath = result.file.path;
+      this.state.info.files.push(result.file);
+      return;
+    }
+    this.deny(result.denial, part);
+  }
+
+  /** After the last part: every required file spec must have been met. */
+  end(): void {
+    const result = this.state.guard.checkMissingFiles(this.state.info.files);
+    if (!result.ok) this.deny(result.denial);
+  }
+
+  /** Fail closed should `saveRequestFiles()` ever stop reading through `parts()`. */
+  async saved(files: readonly Part[]): Promise<void> {
+    if (this.settings.reportOnly || files.every((f) => typeof f.pathgatePath === 'string')) return;
+    await (this.request as MultipartMethods).cleanRequestFiles?.();
+    this.deny(UNVETTED);
+  }
+
+  private deny(denial: PathDenial, part?: Part): void {
+    const body = refuse(this.request, this.reply, denial, this.settings);
+    if (body === undefined) return; // report-only: the part goes on, without a pathgatePath
+    if (part) {
+      forgetPart(part);
+      // Unread, not resumed: multipart unpipes the request and ends the iteration.
+      part.file?.destroy();
+    }
+    this.state.refused = denial;
+    this.state.thrownBody = body;
+    throw deniedError(denial);
+  }
+}
+
+/**
+ * Per request, on routes that declare files: own-property wrappers of
+ * multipart's `parts()`, `files()`, `file()` and `saveRequestFiles()` that
+ * check each file part's filename before handing it on. `saveRequestFiles()`
+ * and the `attachFieldsToBody` hook read through `request.parts()`, so they
+ * are covered too; installed in `onRequest`, before any of them can run.
+ */
+export function guardMultipart(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
+  settings: PathgateSettings,
+): void {
+  const methods = request as unknown as MultipartMethods;
+  const { parts, files, file, saveRequestFiles } = methods;
+  if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
+  const checks = new PartChecks(request, reply, state, settings);
+  methods.parts = async function* pathgateParts(options) {
+    checks.sticky();
+    for await (const part of parts.call(request, options)) {
+      if (part.type !== 'field') checks.file(part);
+      yield part;
+    }
+    checks.end();
+  };
+  if (typeof files === 'function') {
+    methods.files = async function* pathgateFiles(options) {
+      checks.sticky();
+      for await (const part of files.call(request, options)) {
+        checks.file(part);
+        yield part;
+      }
+      checks.end();
+    };
+  }
+  if (typeof file === 'function') {
+    // Only the first file: the rest of the body is never parsed.
+    methods.file = async function pathgateFile(options) {
+      checks.sticky();
+      const part = await file.call(request, options);
+      if (part) checks.file(part);
+      else checks.end();
+      return part;
+    };
+  }
+  if (typeof saveRequestFiles === 'function') {
+    methods.saveRequestFiles = async function pathgateSaveRequestFiles(options) {
+      const result = await saveRequestFiles.call(request, options);
+      await checks.saved(result.files);
+      return result;
+    };
+  }
+}

@@ -1,0 +1,116 @@
+import { denyBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
+import { lingerClose } from '@pathgate/core/http';
+import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import type { PathgateSettings } from './options.js';
+import { stateOf } from './request-state.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The log line's fields: the canonical path is for operators, never for the client. */
+function logFields(request: FastifyRequest, denial: PathDenial): object {
+  const route = `${request.method} ${request.routeOptions.url}`;
+  const { label, reason } = denial;
+  return { pathgate: { route, label, reason, path: denial.result?.path } };
+}
+
+/** Answering now would leave unread request bytes on the socket. */
+function bodyPending(request: FastifyRequest): boolean {
+  const { complete, headers } = request.raw;
+  if (complete) return false;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * Close the connection after the answer when the body is still arriving,
+ * with a lingering close: a plain close resets the socket under a fast
+ * client, which then sees EPIPE instead of the 403.
+ */
+export function closeIfBodyPending(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  settings: PathgateSettings,
+): void {
+  if (bodyPending(request) && lingerClose(request.raw, settings.linger)) {
+    reply.header('connection', 'close');
+  }
+}
+
+/**
+ * What every deny does before its 403: the host's `onDeny`, the log line and
+ * the connection. Returns the body to send, or undefined in report-only
+ * mode, where the request goes on.
+ */
+export function refuse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  denial: PathDenial,
+  settings: PathgateSettings,
+): object | undefined {
+  const shaped = settings.onDeny?.(denial, request, reply);
+  if (settings.reportOnly) {
+    request.log.warn(logFields(request, denial), 'pathgate: would deny (report-only)');
+    return undefined;
+  }
+  request.log.info(logFields(request, denial), 'pathgate: denied');
+  closeIfBodyPending(request, reply, settings);
+  return typeof shaped === 'object' && shaped !== null ? shaped : denyBody(denial);
+}
+
+/** A deny in a hook: the 403 goes out now. False in report-only mode (the request goes on). */
+export function sendDenial(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  denial: PathDenial,
+  settings: PathgateSettings,
+): boolean {
+  const body = refuse(request, reply, denial, settings);
+  if (body === undefined) return false;
+  // Serialized here: a route's response schema must not drop `reason`.
+  reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
+  return true;
+}
+
+/** Fastify's default error body for a thrown deny: its shape without `reason`. */
+function isDefaultDenyPayload(payload: unknown, message: string): boolean {
+  if (typeof payload !== 'string') return false;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return false;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Object.keys(parsed).length !== 4) {
+    return false;
+  }
+  const { statusCode, code, error } = parsed as Record<string, unknown>;
+  return (
+    statusCode === 403 &&
+    code === SAND_PERM_CODES.DENIED &&
+    error === 'Forbidden' &&
+    (parsed as Record<string, unknown>).message === message
+  );
+}
+
+/**
+ * On guarded routes: an answer while the body is still arriving closes the
+ * connection (a handler that caught a deny, a custom error handler). And
+ * Fastify's default error serializer drops unknown properties, so a deny
+ * thrown out of a multipart iteration would lose its `reason`: its 403 body
+ * is put back, only over that exact default body (a custom error handler's
+ * own body is left alone).
+ */
+export function createOnSend(settings: PathgateSettings): onSendHookHandler {
+  return function pathgateOnSend(request, reply, payload, done) {
+    const state = stateOf(request);
+    if (state === null) return done(null, payload);
+    closeIfBodyPending(request, reply, settings);
+    const thrown = state.thrownBody;
+    const message = state.refused && denyBody(state.refused).message;
+    if (thrown === undefined || message === undefined || reply.statusCode !== 403) {
+      return done(null, payload);
+    }
+    if (!isDefaultDenyPayload(payload, message)) return done(null, payload);
+    done(null, JSON.stringify(thrown));
+  };
+}

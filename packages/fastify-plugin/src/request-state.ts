@@ -1,0 +1,34 @@
+import type { PathDenial, PathgateInfo, RouteGuard } from '@pathgate/core';
+import type { FastifyRequest } from 'fastify';
+
+/** What one guarded request carries between its hooks. */
+export interface RequestState {
+  readonly guard: RouteGuard;
+  /** What `request.pathgate` returns. */
+  readonly info: PathgateInfo;
+  /** A multipart file was refused: later multipart calls throw the same deny. */
+  refused: PathDenial | undefined;
+  /** The 403 body of a deny thrown out of a multipart iteration, for `onSend`. */
+  thrownBody: object | undefined;
+}
+
+/** Decorated once (`null`), set on guarded routes by the `onRequest` hook. */
+export const kState: unique symbol = Symbol('pathgate.state');
+
+type StatefulRequest = FastifyRequest & { [kState]: RequestState | null };
+
+export function stateOf(request: FastifyRequest): RequestState | null {
+  return (request as StatefulRequest)[kState] ?? null;
+}
+
+export function startState(request: FastifyRequest, guard: RouteGuard): RequestState {
+  const info = guard.newInfo();
+  const state: RequestState = {
+    guard,
+    info,
+    refused: undefined,
+    thrownBody: undefined,
+  };
+  (request as StatefulRequest)[kState] = state;
+  return state;
+}

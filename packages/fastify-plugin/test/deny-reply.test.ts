@@ -1,0 +1,167 @@
+import http from 'node:http';
+import multipart from '@fastify/multipart';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type PathgateOptions } from '../src/index.js';
+import { denied, listen, newApp, postMultipart, request, sandbox } from './helpers.js';
+
+// What a deny sends: the documented 403 JSON (or the host's own body from
+// onDeny), never the root or the canonical path; a log line that does carry
+// the path; and the connection kept alive unless the body is still arriving.
+
+interface LogLine {
+  level: number;
+  msg: string;
+  pathgate?: Record<string, string>;
+}
+
+async function serve(options: Partial<PathgateOptions> = {}) {
+  const root = sandbox();
+  const lines: LogLine[] = [];
+  const app = newApp({
+    logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+  });
+  await app.register(pathgate, {
+    root,
+    fs: ['./public/**', 'rw:./uploads/*.png'],
+    ...options,
+  } as PathgateOptions);
+  const read = { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } } as const;
+  app.get('/files/*', read, async () => 'ran');
+  app.get(
+    '/schema/*',
+    {
+      ...read,
+      schema: {
+        response: {
+          '4xx': {
+            type: 'object',
+            properties: { statusCode: { type: 'number' }, message: { type: 'string' } },
+          },
+        },
+      },
+    },
+    async () => 'ran',
+  );
+  await app.register(async (scope) => {
+    await scope.register(multipart, { limits: { fileSize: 16 * 1024 * 1024 } });
+    const upload = {
+      mode: 'write',
+      paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
+    } as const;
+    scope.post('/up/:dir', { config: { pathgate: upload } }, async (req) => {
+      for await (const part of req.files()) await part.toBuffer();
+      return 'ran';
+    });
+  });
+  const port = await listen(app);
+  const logged = () => lines.filter((l) => l.msg === 'pathgate: denied').map((l) => l.pathgate);
+  return { root, port, logged };
+}
+
+const bigFile = (filename: string) => ({
+  disposition: `name="upload"; filename="${filename}"`,
+  contentType: 'application/octet-stream',
+  data: Buffer.alloc(4 * 1024 * 1024),
+});
+
+describe('the 403', () => {
+  it('is logged at info with the canonical path; the reply has neither path nor root', async () => {
+    const s = await serve();
+    const res = await request(s.port, { path: '/files/public%2F..%2F..%2Fsecret' });
+    expect(res.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+    expect(res.text).not.toContain(s.root);
+    expect(s.logged()).toEqual([
+      {
+        route: 'GET /files/*',
+        label: 'params.*',
+        reason: 'path-not-in-allowlist',
+        path: `${s.root.replace(/\/[^/]+$/, '')}/secret`,
+      },
+    ]);
+  });
+
+  it('keeps reason when the route has a 4xx response schema', async () => {
+    const s = await serve();
+    const res = await request(s.port, { path: '/schema/..%2Fx' });
+    expect(res.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+  });
+
+  it('keeps the connection alive when the request is complete', async () => {
+    const s = await serve();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await request(s.port, { path: '/files/..%2Fx', agent });
+      const second = await request(s.port, { path: '/files/..%2Fy', agent });
+      expect([first.status, second.status]).toEqual([403, 403]);
+      expect(first.headers.connection).toBe('keep-alive');
+      expect(second.headers.connection).toBe('keep-alive');
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('closes the connection when it goes out while the body is still arriving', async () => {
+    const s = await serve();
+    const res = await postMultipart(s.port, '/up/..%2F..', [bigFile('ok.png')]);
+    expect(res.json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
+    expect(res.headers.connection).toBe('close');
+    const late = await postMultipart(s.port, '/up/uploads%2Fa.png', [bigFile('virus.exe')]);
+    expect(late.json).toEqual(denied('file *', 'path-not-in-allowlist'));
+    expect(late.headers.connection).toBe('close');
+  });
+});
+
+describe('onDeny', () => {
+  it('sees the denial, request and reply; may add headers and return the body', async () => {
+    const seen: unknown[] = [];
+    const s = await serve({
+      onDeny: (denial, req, reply) => {
+        seen.push({
+          reason: denial.reason,
+          label: denial.label,
+          path: denial.result?.path,
+          url: req.url,
+        });
+        reply.header('x-pathgate', denial.reason);
+        return { error: 'nope', why: denial.reason };
+      },
+    });
+    const res = await request(s.port, { path: '/files/etc' });
+    expect(res).toMatchObject({
+      status: 403,
+      json: { error: 'nope', why: 'path-not-in-allowlist' },
+    });
+    expect(res.headers['x-pathgate']).toBe('path-not-in-allowlist');
+    expect(seen).toEqual([
+      {
+        reason: 'path-not-in-allowlist',
+        label: 'params.*',
+        path: `${s.root}/etc`,
+        url: '/files/etc',
+      },
+    ]);
+  });
+
+  it('its body is used for a deny thrown out of a multipart iteration too', async () => {
+    const s = await serve({ onDeny: (denial) => ({ error: 'nope', why: denial.reason }) });
+    const res = await postMultipart(s.port, '/up/uploads%2Fa.png', [
+      { disposition: 'name="upload"; filename="virus.exe"', data: 'x' },
+    ]);
+    expect(res).toMatchObject({
+      status: 403,
+      json: { error: 'nope', why: 'path-not-in-allowlist' },
+    });
+  });
+
+  it('returning nothing keeps the default body', async () => {
+    let count = 0;
+    const s = await serve({
+      onDeny: () => {
+        count++;
+      },
+    });
+    const res = await request(s.port, { path: '/files/etc' });
+    expect(res.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+    expect(count).toBe(1);
+  });
+});

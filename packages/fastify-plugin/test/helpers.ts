@@ -1,0 +1,159 @@
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { afterEach } from 'vitest';
+
+// Shared by the topic files: real servers on 127.0.0.1, raw HTTP clients,
+// temp sandboxes. Everything made here is closed or removed after each test.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A fresh sandbox root with `public/`, `uploads/` and `docs/` inside. */
+export function sandbox(): string {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-fastify-')));
+  for (const dir of ['public', 'uploads', 'docs']) mkdirSync(join(root, dir));
+  cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+  return root;
+}
+
+/** Every file below `dir`, relative, sorted. */
+export function filesIn(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1))
+    .sort();
+}
+
+/** A Fastify app that is closed after the test. */
+export function newApp(options: FastifyServerOptions = {}): FastifyInstance {
+  const app = Fastify(options);
+  cleanups.push(() => app.close());
+  return app;
+}
+
+/** Listens on 127.0.0.1 and returns the port. */
+export async function listen(app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as AddressInfo).port;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json: unknown;
+}
+
+export interface RawRequest {
+  method?: string;
+  /** Sent as is: `%00`, `%c0%ae` and friends reach the server untouched. */
+  path: string;
+  headers?: http.OutgoingHttpHeaders;
+  body?: string | Buffer;
+  agent?: http.Agent | false;
+}
+
+/** One request with node:http, which sends the path bytes exactly as given. */
+export function request(port: number, options: RawRequest): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'GET',
+        path: options.path,
+        headers: options.headers,
+        agent: options.agent ?? false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** JSON in, JSON out. */
+export function postJson(port: number, path: string, body: unknown): Promise<RawResponse> {
+  return request(port, {
+    method: 'POST',
+    path,
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export interface RawPart {
+  /** The Content-Disposition parameters after `form-data; `, as raw text. */
+  disposition: string;
+  contentType?: string;
+  data: string | Buffer;
+}
+
+export const BOUNDARY = '----pathgate-boundary-7MA4YWxkTrZu0gW';
+
+/** A multipart body built byte by byte, for filenames no client library would send. */
+export function multipartBody(parts: readonly RawPart[]): Buffer {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const type = part.contentType ? `\r\nContent-Type: ${part.contentType}` : '';
+    chunks.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; ${part.disposition}${type}\r\n\r\n`,
+        'latin1',
+      ),
+      Buffer.from(part.data),
+      Buffer.from('\r\n'),
+    );
+  }
+  chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+/** Posts a raw multipart body. */
+export function postMultipart(
+  port: number,
+  path: string,
+  parts: readonly RawPart[],
+): Promise<RawResponse> {
+  const body = multipartBody(parts);
+  return request(port, {
+    method: 'POST',
+    path,
+    headers: {
+      'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+      'content-length': body.length,
+    },
+    body,
+  });
+}
+
+/** The 403 body pathgate sends: Fastify's error shape plus the reason. */
+export function denied(label: string, reason: string): object {
+  return {
+    statusCode: 403,
+    code: 'PATHGATE_DENIED',
+    error: 'Forbidden',
+    message: `${label}: path denied (${reason})`,
+    reason,
+  };
+}

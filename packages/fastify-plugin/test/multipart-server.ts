@@ -1,0 +1,244 @@
+import { createWriteStream } from 'node:fs';
+import { copyFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import pathgate from '../src/index.js';
+import { listen, newApp, sandbox } from './helpers.js';
+
+// One server with every way @fastify/multipart hands out files, each route
+// writing allowed parts where pathgate says (`part.pathgatePath`), through a
+// temp sibling renamed on success, and counting its handler calls.
+
+export const RULES = ['./public/**', 'rw:./uploads/**/*.{png,txt,bin}', './uploads/**/*.pdf'];
+export const UPLOAD = { mode: 'write', paths: [{ file: true, under: 'uploads' }] } as const;
+const MB = 1024 * 1024;
+
+/** Writes a streamed part to its pathgatePath: a temp sibling, renamed when complete. */
+export async function store(part: MultipartFile): Promise<string> {
+  const target = part.pathgatePath;
+  if (target === undefined) throw new Error('a part without pathgatePath reached the handler');
+  const temp = `${target}.partial`;
+  await pipeline(part.file, createWriteStream(temp, { flags: 'wx' }));
+  if (part.file.truncated) {
+    await unlink(temp);
+    throw new Error('truncated');
+  }
+  await rename(temp, target);
+  return target;
+}
+
+async function storeBuffer(target: string, data: Buffer): Promise<string> {
+  await writeFile(`${target}.partial`, data, { flag: 'wx' });
+  await rename(`${target}.partial`, target);
+  return target;
+}
+
+export interface MultipartServer {
+  root: string;
+  /** Where saveRequestFiles() spools. */
+  spool: string;
+  port: number;
+  app: FastifyInstance;
+  calls: () => number;
+  url: (path: string) => string;
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export interface ServeOptions {
+  errorHandler?: Parameters<FastifyInstance['setErrorHandler']>[0];
+  pathgate?: Record<string, unknown>;
+}
+
+export async function serveMultipart(options: ServeOptions = {}): Promise<MultipartServer> {
+  const root = sandbox();
+  const spool = sandbox();
+  const app = newApp();
+  let calls = 0;
+  const counted =
+    (handler: Handler): Handler =>
+    (request, reply) => {
+      calls++;
+      return handler(request, reply);
+    };
+  const limits = { fileSize: 10 * MB };
+  if (options.errorHandler) app.setErrorHandler(options.errorHandler);
+  await app.register(pathgate, { root, fs: RULES, ...options.pathgate } as never);
+  await app.register(async (scope) => {
+    await scope.register(multipart, { limits });
+    streamRoutes(scope, counted, spool);
+  });
+  await app.register(
+    async (scope) => {
+      await scope.register(multipart, { limits, attachFieldsToBody: true });
+      attachRoutes(scope, counted, spool);
+    },
+    { prefix: '/a' },
+  );
+  await app.register(
+    async (scope) => {
+      await scope.register(multipart, { limits, attachFieldsToBody: 'keyValues' });
+      scope.post(
+        '/attach',
+        { config: { pathgate: UPLOAD } },
+        counted(async (request) => {
+          const body = request.body as Record<string, Buffer>;
+          const files = request.pathgate?.files ?? [];
+          const stored = [];
+          for (const f of files) stored.push(await storeBuffer(f.path, body[f.field] as Buffer));
+          return { stored };
+        }),
+      );
+    },
+    { prefix: '/kv' },
+  );
+  await app.register(
+    async (scope) => {
+      const stored: string[] = [];
+      await scope.register(multipart, {
+        limits,
+        attachFieldsToBody: true,
+        async onFile(part) {
+          stored.push(await store(part));
+        },
+      });
+      scope.post(
+        '/attach',
+        { config: { pathgate: UPLOAD } },
+        counted(async () => ({ stored: stored.splice(0) })),
+      );
+    },
+    { prefix: '/of' },
+  );
+  const port = await listen(app);
+  return {
+    root,
+    spool,
+    port,
+    app,
+    calls: () => calls,
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+  };
+}
+
+/** saveRequestFiles() spools each file; the handler moves it where pathgate checked. */
+function saveHandler(spool: string): Handler {
+  return async (request) => {
+    const { files } = await request.saveRequestFiles({ tmpdir: spool });
+    const stored = [];
+    for (const f of files) {
+      const target = f.pathgatePath as string;
+      await copyFile(f.filepath, `${target}.partial`);
+      await rename(`${target}.partial`, target);
+      stored.push(target);
+    }
+    return { stored };
+  };
+}
+
+function streamRoutes(
+  scope: FastifyInstance,
+  counted: (handler: Handler) => Handler,
+  spool: string,
+): void {
+  const config = { config: { pathgate: UPLOAD } };
+  scope.post(
+    '/file',
+    config,
+    counted(async (request) => {
+      const part = await request.file();
+      return { stored: part ? [await store(part)] : [], filename: part?.filename };
+    }),
+  );
+  scope.post(
+    '/files',
+    config,
+    counted(async (request) => {
+      const stored = [];
+      for await (const part of request.files()) stored.push(await store(part));
+      return { stored };
+    }),
+  );
+  scope.post(
+    '/parts',
+    config,
+    counted(async (request) => {
+      const stored = [];
+      const fields: Record<string, unknown> = {};
+      for await (const part of request.parts()) {
+        if (part.type === 'file') stored.push(await store(part));
+        else fields[part.fieldname] = part.value;
+      }
+      return { stored, fields };
+    }),
+  );
+  scope.post('/save', config, counted(saveHandler(spool)));
+  scope.post(
+    '/preserve',
+    config,
+    counted(async (request) => {
+      const part = await request.file({ preservePath: true });
+      return { stored: part ? [await store(part)] : [] };
+    }),
+  );
+  const avatar = (optional: boolean) => ({
+    config: {
+      pathgate: { mode: 'write', paths: [{ file: 'avatar', under: 'uploads', optional }] },
+    } as const,
+  });
+  const filesHandler = counted(async (request) => {
+    const stored = [];
+    for await (const part of request.files()) stored.push(await store(part));
+    return { stored, files: request.pathgate?.files };
+  });
+  scope.post('/avatar', avatar(false), filesHandler);
+  scope.post('/avatar-optional', avatar(true), filesHandler);
+  scope.post(
+    '/compare',
+    { config: { pathgate: { mode: 'read', paths: [{ file: true, under: 'public' }] } } },
+    counted(async (request) => {
+      const part = await request.file();
+      await part?.toBuffer();
+      return { files: request.pathgate?.files };
+    }),
+  );
+  scope.post(
+    '/catch',
+    config,
+    counted(async (request) => {
+      const errors = [];
+      for (let i = 0; i < 2; i++) {
+        try {
+          await request.file();
+        } catch (error) {
+          errors.push((error as { reason?: string }).reason);
+        }
+      }
+      return { errors };
+    }),
+  );
+}
+
+function attachRoutes(
+  scope: FastifyInstance,
+  counted: (handler: Handler) => Handler,
+  spool: string,
+): void {
+  const handler = counted(async (request) => {
+    const stored = [];
+    for (const value of Object.values(request.body as Record<string, unknown>)) {
+      for (const part of [value].flat() as MultipartFile[]) {
+        if (part.type !== 'file') continue;
+        stored.push(await storeBuffer(part.pathgatePath as string, await part.toBuffer()));
+      }
+    }
+    return { stored };
+  });
+  scope.post('/attach', { config: { pathgate: UPLOAD } }, handler);
+  scope.post('/save', { config: { pathgate: UPLOAD } }, counted(saveHandler(spool)));
+  const into = { mode: 'write', paths: [{ params: 'folder' }, UPLOAD.paths[0]] } as const;
+  scope.post('/into/:folder', { config: { pathgate: into } }, handler);
+  const avatar = { mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] } as const;
+  scope.post('/avatar', { config: { pathgate: avatar } }, handler);
+}

@@ -1,0 +1,323 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type PathgateDenied } from '../src/index.js';
+import {
+  denied,
+  filesIn,
+  listen,
+  newApp,
+  postMultipart,
+  type RawPart,
+  request,
+  sandbox,
+} from './helpers.js';
+import { RULES, serveMultipart, UPLOAD } from './multipart-server.js';
+
+// Multipart filenames with a real client (fetch + FormData) and raw bodies,
+// through every way @fastify/multipart hands out files. An allowed file
+// arrives intact where pathgate says; a denied one is refused before its
+// bytes are read, and the handler never sees it.
+
+const STREAM = ['/file', '/files', '/parts', '/save'] as const;
+const ATTACH = ['/a/attach', '/a/save', '/kv/attach', '/of/attach'] as const;
+const ROUTES = [...STREAM, ...ATTACH] as const;
+const isStream = (route: string) => (STREAM as readonly string[]).includes(route);
+
+type Entry = readonly [field: string, data: string | Buffer, filename?: string];
+
+async function send(url: string, entries: readonly Entry[]) {
+  const form = new FormData();
+  for (const [field, data, filename] of entries) {
+    if (filename === undefined) form.append(field, String(data));
+    else form.append(field, new Blob([data]), filename);
+  }
+  const res = await fetch(url, { method: 'POST', body: form });
+  return { status: res.status, connection: res.headers.get('connection'), json: await res.json() };
+}
+
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+const file = (filename: string, data: string | Buffer = 'x'): RawPart => ({
+  disposition: `name="upload"; filename="${filename}"`,
+  contentType: 'application/octet-stream',
+  data,
+});
+
+describe('an allowed file arrives intact at its pathgatePath', () => {
+  it.each(ROUTES)('%s', async (route) => {
+    const s = await serveMultipart();
+    const data = randomBytes(1024 * 1024 + 7);
+    const res = await send(s.url(route), [
+      ['note', 'hello'],
+      ['upload', data, 'photo.png'],
+    ]);
+    const target = `${s.root}/uploads/photo.png`;
+    expect(res).toMatchObject({ status: 200, json: { stored: [target] } });
+    expect(sha(readFileSync(target))).toBe(sha(data));
+    expect(filesIn(s.root)).toEqual(['uploads/photo.png']);
+    expect(s.calls()).toBe(1);
+  });
+
+  it('request.pathgate.files lists each allowed part', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/avatar'), [['avatar', 'a', 'me.png']]);
+    expect(res.json).toEqual({
+      stored: [`${s.root}/uploads/me.png`],
+      files: [{ field: 'avatar', filename: 'me.png', path: `${s.root}/uploads/me.png` }],
+    });
+  });
+
+  it('read mode: a file checked under public', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/compare'), [['upload', 'a', 'a.png']]);
+    expect(res.json).toEqual({
+      files: [{ field: 'upload', filename: 'a.png', path: `${s.root}/public/a.png` }],
+    });
+  });
+});
+
+describe('a denied filename is refused before the handler sees it', () => {
+  const REASONS: readonly (readonly [string, RawPart, string])[] = [
+    ['not in the allowlist', file('virus.exe'), 'path-not-in-allowlist'],
+    ['a read-only rule', file('report.pdf'), 'mode-not-permitted'],
+    ['a NUL', file('a\u0000b.png'), 'nul-byte'],
+    ['an empty name', file(''), 'missing-path'],
+    ['".." (busboy makes it empty)', file('..'), 'missing-path'],
+    ['a dotfile', file('.htaccess'), 'path-not-in-allowlist'],
+    [
+      'no filename at all (octet-stream part)',
+      { disposition: 'name="upload"', contentType: 'application/octet-stream', data: 'x' },
+      'missing-path',
+    ],
+  ];
+  const CASES = ROUTES.flatMap((route) => REASONS.map((row) => [route, ...row] as const));
+
+  it.each(CASES)('%s: %s → %s', async (route, _name, part, reason) => {
+    const s = await serveMultipart();
+    const res = await postMultipart(s.port, route, [part]);
+    expect(res.json).toEqual(denied('file *', reason));
+    expect(res.status).toBe(403);
+    expect(res.text).not.toContain(s.root);
+    // Streaming handlers awaited the part and got the 403 instead; attach handlers never ran.
+    expect(s.calls()).toBe(isStream(route) ? 1 : 0);
+    expect(filesIn(s.root)).toEqual([]);
+    expect(filesIn(s.spool)).toEqual([]);
+  });
+
+  it('read mode: a dotfile under public is still denied', async () => {
+    const s = await serveMultipart();
+    const res = await postMultipart(s.port, '/compare', [file('.env')]);
+    expect(res.json).toEqual(denied('file *', 'path-not-in-allowlist'));
+  });
+});
+
+describe('an allowed and a denied file in one request', () => {
+  it.each(ROUTES)('%s: allowed first, nothing of the denied part is written', async (route) => {
+    const s = await serveMultipart();
+    const res = await send(s.url(route), [
+      ['upload', 'ok', 'ok.png'],
+      ['upload', 'bad', 'virus.exe'],
+    ]);
+    const written = filesIn(s.root);
+    expect(written.filter((f) => !f.startsWith('uploads/ok.png'))).toEqual([]);
+    expect(filesIn(s.spool)).toEqual([]);
+    if (route === '/file') {
+      // file() returns the first file only; the second is never parsed.
+      expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/ok.png`] } });
+      return;
+    }
+    expect(res).toMatchObject({ status: 403, json: denied('file *', 'path-not-in-allowlist') });
+    // What the handler (or onFile) consumed before the deny is its own; the rest wrote nothing.
+    const consumedFirst = ['/files', '/parts', '/of/attach'].includes(route);
+    expect(written).toEqual(consumedFirst ? ['uploads/ok.png'] : []);
+    expect(s.calls()).toBe(isStream(route) ? 1 : 0);
+  });
+
+  it.each(ROUTES)('%s: denied first, nothing is written', async (route) => {
+    const s = await serveMultipart();
+    const res = await send(s.url(route), [
+      ['upload', 'bad', 'virus.exe'],
+      ['upload', 'ok', 'ok.png'],
+    ]);
+    expect(res).toMatchObject({ status: 403, json: denied('file *', 'path-not-in-allowlist') });
+    expect(filesIn(s.root)).toEqual([]);
+    expect(filesIn(s.spool)).toEqual([]);
+  });
+});
+
+describe('which fields, and required files', () => {
+  it('a file in an undeclared field → unexpected-file', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/avatar'), [['other', 'x', 'a.png']]);
+    expect(res).toMatchObject({ status: 403, json: denied('file', 'unexpected-file') });
+    expect(filesIn(s.root)).toEqual([]);
+  });
+
+  it.each(['/avatar', '/a/avatar'])(
+    '%s: a required file that never came → missing-path',
+    async (route) => {
+      const s = await serveMultipart();
+      const res = await send(s.url(route), [['note', 'only a field']]);
+      expect(res).toMatchObject({ status: 403, json: denied('file avatar', 'missing-path') });
+    },
+  );
+
+  it.each(['/file', '/files', '/a/attach'])(
+    '%s: file: true needs at least one file',
+    async (route) => {
+      const s = await serveMultipart();
+      const res = await send(s.url(route), [['note', 'only a field']]);
+      expect(res).toMatchObject({ status: 403, json: denied('file *', 'missing-path') });
+    },
+  );
+
+  it('an optional file may be absent', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/avatar-optional'), [['note', 'x']]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [], files: [] } });
+  });
+
+  it.each(['/a/attach', '/files'])(
+    '%s: a request that is not multipart has no file: a required one is missing',
+    async (route) => {
+      const s = await serveMultipart();
+      const res = await request(s.port, {
+        method: 'POST',
+        path: route,
+        headers: { 'content-type': 'application/json' },
+        body: `{"upload":{"type":"file","pathgatePath":"${s.root}/uploads/x.png"}}`,
+      });
+      expect(res.json).toEqual(denied('file *', 'missing-path'));
+      expect(s.calls()).toBe(0);
+    },
+  );
+
+  it('an optional file on a request that is not multipart: the handler runs, with no files', async () => {
+    const s = await serveMultipart();
+    const res = await request(s.port, {
+      method: 'POST',
+      path: '/avatar-optional',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(res.status).toBe(406); // the handler's request.files() refuses a non-multipart body
+    expect(s.calls()).toBe(1);
+  });
+});
+
+describe('attachFieldsToBody: params are checked before the body is read', () => {
+  it('a denied param refuses the upload; the handler never runs', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/a/into/..%2F..%2Fetc'), [['upload', 'x', 'ok.png']]);
+    expect(res).toMatchObject({
+      status: 403,
+      json: denied('params.folder', 'path-not-in-allowlist'),
+    });
+    expect(s.calls()).toBe(0);
+    expect(filesIn(s.root)).toEqual([]);
+  });
+
+  it('an allowed param and file pass both checks', async () => {
+    const s = await serveMultipart();
+    const res = await send(s.url('/a/into/uploads%2Fnote.txt'), [['upload', 'x', 'ok.png']]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/ok.png`] } });
+  });
+});
+
+describe('errors', () => {
+  it('a custom error handler gets statusCode, code, reason and label; its body is kept', async () => {
+    const seen: unknown[] = [];
+    const s = await serveMultipart({
+      errorHandler: (error, _request, reply) => {
+        const { statusCode, code, reason, label, message } = error as PathgateDenied;
+        seen.push({ statusCode, code, reason, label, message });
+        reply.code(statusCode ?? 500).send({ custom: reason });
+      },
+    });
+    const res = await postMultipart(s.port, '/a/attach', [file('virus.exe')]);
+    expect(res).toMatchObject({ status: 403, json: { custom: 'path-not-in-allowlist' } });
+    expect(seen).toEqual([
+      {
+        statusCode: 403,
+        code: 'PATHGATE_DENIED',
+        reason: 'path-not-in-allowlist',
+        label: 'file *',
+        message: 'file *: path denied (path-not-in-allowlist)',
+      },
+    ]);
+  });
+
+  it('a custom error handler that sends the error gets the full 403 body', async () => {
+    const s = await serveMultipart({ errorHandler: (error, _request, reply) => reply.send(error) });
+    const res = await postMultipart(s.port, '/files', [file('virus.exe')]);
+    expect(res).toMatchObject({ status: 403, json: denied('file *', 'path-not-in-allowlist') });
+  });
+
+  it('a refused request stays refused, and a reply before the body is read closes', async () => {
+    const s = await serveMultipart();
+    const res = await postMultipart(s.port, '/catch', [
+      file('virus.exe', Buffer.alloc(4 * 1024 * 1024)),
+    ]);
+    expect(res.json).toEqual({ errors: ['path-not-in-allowlist', 'path-not-in-allowlist'] });
+    expect(res.headers.connection).toBe('close');
+  });
+});
+
+describe('a body holding file parts', () => {
+  async function serveWithHook(preValidation: (request: FastifyRequest) => Promise<void>) {
+    const root = sandbox();
+    const app = newApp();
+    let calls = 0;
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
+    app.post('/up', { config: { pathgate: UPLOAD }, preValidation }, async (req) => {
+      calls++;
+      const part = (req.body as Record<string, MultipartFile>).upload;
+      return { path: part?.pathgatePath };
+    });
+    return { root, port: await listen(app), calls: () => calls };
+  }
+
+  it('a part the guard checked, moved to the body by a hook, passes', async () => {
+    const s = await serveWithHook(async (request) => {
+      const upload = await request.file();
+      await upload?.toBuffer();
+      request.body = { upload };
+    });
+    const res = await postMultipart(s.port, '/up', [file('ok.png')]);
+    expect(res.json).toEqual({ path: `${s.root}/uploads/ok.png` });
+  });
+
+  it('a file part the guard never saw fails closed (unexpected-file)', async () => {
+    const s = await serveWithHook(async (request) => {
+      request.body = { upload: { type: 'file', filename: 'ok.png', file: Readable.from('x') } };
+    });
+    const res = await postMultipart(s.port, '/up', [file('ok.png')]);
+    expect(res.json).toEqual(denied('file', 'unexpected-file'));
+    expect(s.calls()).toBe(0);
+  });
+});
+
+describe('registration order', () => {
+  it('multipart registered before pathgate, attachFieldsToBody at the root', async () => {
+    const root = sandbox();
+    const app = newApp();
+    let calls = 0;
+    await app.register(multipart, { attachFieldsToBody: true });
+    await app.register(pathgate, { root, fs: RULES });
+    app.post('/up', { config: { pathgate: UPLOAD } }, async (req) => {
+      calls++;
+      const part = (req.body as Record<string, MultipartFile>).upload;
+      return { path: part?.pathgatePath };
+    });
+    const port = await listen(app);
+    const bad = await postMultipart(port, '/up', [file('virus.exe')]);
+    expect(bad.json).toEqual(denied('file *', 'path-not-in-allowlist'));
+    expect(calls).toBe(0);
+    const ok = await postMultipart(port, '/up', [file('ok.png')]);
+    expect(ok.json).toEqual({ path: `${root}/uploads/ok.png` });
+  });
+});

@@ -1,0 +1,169 @@
+import { PermissionPolicy } from '@pathgate/core';
+import { describe, expect, it } from 'vitest';
+import pathgate, { pathgate as named, type PathgateOptions } from '../src/index.js';
+import { denied, listen, newApp, request, sandbox } from './helpers.js';
+
+// Plugin options are validated once, at registration: a policy, or its parts
+// (root, fs, dot, resolve), plus onDeny, reportOnly and the lingering close.
+// Every problem stops startup with a TypeError naming the option.
+
+async function registerError(options: unknown): Promise<Error> {
+  const app = newApp();
+  app.register(pathgate, options as PathgateOptions);
+  try {
+    await app.ready();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected registration to fail');
+}
+
+describe('the plugin', () => {
+  it('is the default and the named export, wrapped with fastify-plugin for Fastify 5', () => {
+    expect(named).toBe(pathgate);
+    const meta = (pathgate as unknown as Record<symbol, unknown>)[Symbol.for('plugin-meta')];
+    expect(meta).toMatchObject({ fastify: '5.x', name: '@pathgate/fastify' });
+    expect((pathgate as unknown as Record<symbol, unknown>)[Symbol.for('skip-override')]).toBe(
+      true,
+    );
+  });
+
+  it('is registered once per context: a second registration fails at startup', async () => {
+    const app = newApp();
+    app.register(pathgate, { fs: [] });
+    app.register(pathgate, { fs: [] });
+    await expect(app.ready()).rejects.toMatchObject({ code: 'FST_ERR_DEC_ALREADY_PRESENT' });
+  });
+});
+
+describe('bad options throw at registration', () => {
+  const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: [] } });
+  const ROWS: readonly (readonly [string, unknown, string])[] = [
+    ['no options', {}, 'pathgate: fs must be an array of rules (or give a policy)'],
+    [
+      'fs not an array',
+      { fs: './public/**' },
+      'pathgate: fs must be an array of rules (or give a policy)',
+    ],
+    [
+      'an unknown option',
+      { fs: [], permissions: { fs: [] } },
+      'pathgate: unknown option "permissions"',
+    ],
+    ['a misspelled option', { fs: [], reportonly: true }, 'pathgate: unknown option "reportonly"'],
+    [
+      'policy not a PermissionPolicy',
+      { policy: { root: '/' } },
+      'pathgate: policy must be a PermissionPolicy',
+    ],
+    ['policy and fs', { policy, fs: [] }, 'pathgate: give either policy or fs, not both'],
+    [
+      'policy and root, dot',
+      { policy, root: '/srv', dot: true },
+      'pathgate: give either policy or root, dot, not both',
+    ],
+    [
+      'a relative root',
+      { root: 'srv', fs: [] },
+      'PermissionPolicy: root must canonicalize to an absolute path (relative-root)',
+    ],
+    [
+      'a bad rule prefix',
+      { root: '/srv', fs: ['wr:uploads/*'] },
+      'rule 1 "wr:uploads/*": unknown prefix "wr" (use "r:" or "rw:")',
+    ],
+    [
+      'a rule outside the root',
+      { root: '/srv', fs: ['/etc/**'] },
+      'rule 1 "/etc/**": lies outside the root',
+    ],
+    ['dot not a boolean', { fs: [], dot: 'yes' }, 'PermissionPolicy: dot must be a boolean'],
+    [
+      'resolve not a function',
+      { fs: [], resolve: '/' },
+      'PermissionPolicy: resolve must be a function',
+    ],
+    ['onDeny not a function', { fs: [], onDeny: 'log' }, 'pathgate: onDeny must be a function'],
+    [
+      'reportOnly not a boolean',
+      { fs: [], reportOnly: 1 },
+      'pathgate: reportOnly must be a boolean',
+    ],
+    [
+      'lingerMs negative',
+      { fs: [], lingerMs: -1 },
+      'pathgate: lingerMs must be a non-negative integer',
+    ],
+    [
+      'lingerMs fractional',
+      { fs: [], lingerMs: 1.5 },
+      'pathgate: lingerMs must be a non-negative integer',
+    ],
+    [
+      'lingerBytes a string',
+      { fs: [], lingerBytes: '1024' },
+      'pathgate: lingerBytes must be a non-negative integer',
+    ],
+    [
+      'lingerBytes NaN',
+      { fs: [], lingerBytes: Number.NaN },
+      'pathgate: lingerBytes must be a non-negative integer',
+    ],
+  ];
+
+  it.each(ROWS)('%s', async (_name, options, message) => {
+    const error = await registerError(options);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toContain(message);
+  });
+});
+
+describe('good options', () => {
+  async function guarded(options: PathgateOptions) {
+    const app = newApp();
+    await app.register(pathgate, options);
+    app.get(
+      '/f/*',
+      { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+      async (req) => req.pathgate?.params,
+    );
+    return listen(app);
+  }
+
+  it('the policy parts', async () => {
+    const root = sandbox();
+    const port = await guarded({ root, fs: ['./public/**'], dot: true, resolve: (p) => p });
+    expect((await request(port, { path: '/f/public/.env' })).json).toEqual({
+      '*': `${root}/public/.env`,
+    });
+  });
+
+  it('a ready PermissionPolicy', async () => {
+    const root = sandbox();
+    const policy = new PermissionPolicy({ root, permissions: { fs: ['./public/**'] } });
+    const port = await guarded({ policy, reportOnly: false, lingerMs: 0, lingerBytes: 0 });
+    expect((await request(port, { path: '/f/public/a' })).json).toEqual({
+      '*': `${root}/public/a`,
+    });
+    expect((await request(port, { path: '/f/public/.env' })).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
+  });
+
+  it('an own key holding undefined counts as absent', async () => {
+    const port = await guarded({
+      root: undefined,
+      fs: ['./srv/**'],
+      onDeny: undefined,
+      dot: undefined,
+    });
+    expect((await request(port, { path: '/f/srv/a' })).json).toEqual({ '*': '/srv/a' });
+  });
+
+  it('fs: [] denies everything (the default root is /)', async () => {
+    const port = await guarded({ fs: [] });
+    expect((await request(port, { path: '/f/tmp' })).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
+  });
+});

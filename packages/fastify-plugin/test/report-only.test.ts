@@ -1,0 +1,140 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type PathDenial } from '../src/index.js';
+import { listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
+
+// Report-only mode, for rolling a policy out on a live service: what would be
+// denied is logged (request.log.warn, with the canonical path for operators)
+// and the request goes on. onDeny still sees each would-be deny.
+
+interface LogLine {
+  level: number;
+  msg: string;
+  pathgate?: { route: string; label: string; reason: string; path?: string };
+}
+
+async function serve() {
+  const root = sandbox();
+  const lines: LogLine[] = [];
+  const denials: PathDenial[] = [];
+  const app = newApp({
+    logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+  });
+  await app.register(pathgate, {
+    root,
+    fs: ['./public/**', 'rw:./uploads/*.png'],
+    reportOnly: true,
+    onDeny: (denial) => {
+      denials.push(denial);
+      return { ignored: true };
+    },
+  });
+  let calls = 0;
+  app.get(
+    '/files/*',
+    { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+    async (req) => {
+      calls++;
+      return req.pathgate;
+    },
+  );
+  app.post(
+    '/move',
+    { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
+    async (req) => {
+      calls++;
+      return req.pathgate;
+    },
+  );
+  const upload = { mode: 'write', paths: [{ file: true, under: 'uploads' }] } as const;
+  await app.register(async (scope) => {
+    await scope.register(multipart);
+    scope.post('/files', { config: { pathgate: upload } }, async (req) => {
+      calls++;
+      const seen = [];
+      for await (const part of req.files()) {
+        await part.toBuffer();
+        seen.push({ filename: part.filename, path: part.pathgatePath ?? null });
+      }
+      return seen;
+    });
+  });
+  await app.register(
+    async (scope) => {
+      await scope.register(multipart, { attachFieldsToBody: true });
+      const into = { mode: 'write', paths: [{ params: 'dir' }, upload.paths[0]] } as const;
+      scope.post('/into/:dir', { config: { pathgate: into } }, async (req) => {
+        calls++;
+        const part = (req.body as Record<string, MultipartFile>).upload;
+        return { path: part?.pathgatePath ?? null, files: req.pathgate?.files.length };
+      });
+    },
+    { prefix: '/a' },
+  );
+  const port = await listen(app);
+  const reports = () => lines.filter((l) => l.msg === 'pathgate: would deny (report-only)');
+  return { root, port, calls: () => calls, reports, denials };
+}
+
+const file = (filename: string) => ({
+  disposition: `name="upload"; filename="${filename}"`,
+  contentType: 'image/png',
+  data: 'x',
+});
+
+describe('report-only', () => {
+  it('a would-be deny is logged with the canonical path, and the handler runs', async () => {
+    const s = await serve();
+    const res = await request(s.port, { path: '/files/..%2F..%2Fetc%2Fpasswd' });
+    expect(res.status).toBe(200);
+    expect(s.calls()).toBe(1);
+    // The value that would be denied has no canonical path to hand out.
+    expect(res.json).toMatchObject({ params: {} });
+    expect(s.reports()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        pathgate: {
+          route: 'GET /files/*',
+          label: 'params.*',
+          reason: 'path-not-in-allowlist',
+          path: '/etc/passwd',
+        },
+      }),
+    ]);
+    expect(s.denials).toMatchObject([{ reason: 'path-not-in-allowlist', label: 'params.*' }]);
+  });
+
+  it('an allowed request logs nothing', async () => {
+    const s = await serve();
+    const res = await request(s.port, { path: '/files/public/a' });
+    expect(res.json).toMatchObject({ params: { '*': `${s.root}/public/a` } });
+    expect(s.reports()).toEqual([]);
+    expect(s.denials).toEqual([]);
+  });
+
+  it('a missing value is reported as missing-path', async () => {
+    const s = await serve();
+    const res = await postJson(s.port, '/move', { to: 'uploads/a.png' });
+    expect(res.status).toBe(200);
+    expect(s.reports().map((l) => l.pathgate)).toEqual([
+      { route: 'POST /move', label: 'body.from', reason: 'missing-path' },
+    ]);
+  });
+
+  it('multipart: a would-be denied file reaches the handler without a pathgatePath', async () => {
+    const s = await serve();
+    const res = await postMultipart(s.port, '/files', [file('virus.exe'), file('ok.png')]);
+    expect(res.json).toEqual([
+      { filename: 'virus.exe', path: null },
+      { filename: 'ok.png', path: `${s.root}/uploads/ok.png` },
+    ]);
+    expect(s.reports().map((l) => l.pathgate?.reason)).toEqual(['path-not-in-allowlist']);
+  });
+
+  it('attachFieldsToBody: a would-be denied param is reported once, the handler runs', async () => {
+    const s = await serve();
+    const res = await postMultipart(s.port, '/a/into/..%2Fx', [file('ok.png')]);
+    expect(res.json).toEqual({ path: `${s.root}/uploads/ok.png`, files: 1 });
+    expect(s.reports().map((l) => l.pathgate?.label)).toEqual(['params.dir']);
+  });
+});

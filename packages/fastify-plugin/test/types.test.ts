@@ -1,0 +1,153 @@
+import type { MultipartFile, SavedMultipartFile } from '@fastify/multipart';
+import { PermissionPolicy } from '@pathgate/core';
+import Fastify, {
+  type FastifyReply,
+  type FastifyRequest,
+  type RouteShorthandOptions,
+} from 'fastify';
+import { describe, expectTypeOf, it } from 'vitest';
+import pathgate, {
+  type CheckedFile,
+  type GuardDenyReason,
+  type PathDenial,
+  type PathgateDenied,
+  PathgateDeniedError,
+  type PathgateInfo,
+  type PathgateOptions,
+  type PathgateRouteConfig,
+  type RouteGuardOptions,
+} from '../src/index.js';
+
+// Type tests, checked by `tsc` (the root tsconfig includes this file): the
+// route config and the request decoration by declaration merging, the
+// multipart part's pathgatePath, the options union, the thrown error.
+
+const app = Fastify();
+type Config = NonNullable<RouteShorthandOptions['config']>;
+
+describe('config.pathgate on a route', () => {
+  it('accepts the issue examples', () => {
+    app.get(
+      '/files/*',
+      { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+      async () => '',
+    );
+    app.post(
+      '/move',
+      { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
+      async () => '',
+    );
+    app.post(
+      '/upload',
+      { config: { pathgate: { mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] } } },
+      async () => '',
+    );
+    app.get(
+      '/q',
+      {
+        config: {
+          pathgate: {
+            mode: 'read',
+            paths: [
+              { query: 'p', optional: true },
+              { headers: 'x-path' },
+              { body: ['a', 0, 'b'] },
+              { file: true },
+            ],
+          },
+        },
+      },
+      async () => '',
+    );
+    expectTypeOf<PathgateRouteConfig>().toEqualTypeOf<RouteGuardOptions>();
+  });
+
+  it('rejects bad declarations', () => {
+    // @ts-expect-error: mode is "read" or "write"
+    const mode: Config = { pathgate: { mode: 'rw', paths: [{ params: '*' }] } };
+    // @ts-expect-error: one source per spec
+    const two: Config = { pathgate: { mode: 'read', paths: [{ params: 'a', query: 'b' }] } };
+    // @ts-expect-error: a header is one name
+    const header: Config = { pathgate: { mode: 'read', paths: [{ headers: ['x'] }] } };
+    // @ts-expect-error: file is a field name or true
+    const file: Config = { pathgate: { mode: 'read', paths: [{ file: false }] } };
+    // @ts-expect-error: optional is a boolean
+    const optional: Config = { pathgate: { mode: 'read', paths: [{ body: 'a', optional: 1 }] } };
+    // @ts-expect-error: paths is required
+    const paths: Config = { pathgate: { mode: 'read' } };
+    expectTypeOf([mode, two, header, file, optional, paths]).toBeArray();
+  });
+
+  it('is readable from routeOptions', () => {
+    app.get('/g', async (request) => {
+      expectTypeOf(request.routeOptions.config.pathgate).toEqualTypeOf<
+        RouteGuardOptions | undefined
+      >();
+      return '';
+    });
+  });
+});
+
+describe('request.pathgate', () => {
+  it('is PathgateInfo or null, read-only', () => {
+    expectTypeOf<FastifyRequest['pathgate']>().toEqualTypeOf<PathgateInfo | null>();
+    app.get('/h', async (request) => {
+      const info = request.pathgate;
+      if (info === null) return 'unguarded';
+      expectTypeOf(info.mode).toEqualTypeOf<'read' | 'write'>();
+      expectTypeOf(info.params['*']).toEqualTypeOf<string | string[] | undefined>();
+      expectTypeOf(info.files).toEqualTypeOf<CheckedFile[]>();
+      expectTypeOf<CheckedFile>().toEqualTypeOf<{
+        readonly field: string;
+        readonly filename: string;
+        readonly path: string;
+      }>();
+      // @ts-expect-error: read-only
+      request.pathgate = null;
+      return info.body.from;
+    });
+  });
+});
+
+describe('multipart parts', () => {
+  it('carry an optional pathgatePath, also once saved', () => {
+    expectTypeOf<MultipartFile['pathgatePath']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<SavedMultipartFile['pathgatePath']>().toEqualTypeOf<string | undefined>();
+  });
+});
+
+describe('options', () => {
+  it('take a policy or its parts, not both', () => {
+    const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: [] } });
+    app.register(pathgate, { root: '/srv', fs: ['./public/**'], dot: false, resolve: (p) => p });
+    app.register(pathgate, { policy, reportOnly: true, lingerMs: 1000, lingerBytes: 1 << 20 });
+    // @ts-expect-error: both a policy and rules
+    app.register(pathgate, { policy, fs: [] });
+    // @ts-expect-error: fs is required without a policy
+    app.register(pathgate, { root: '/srv' });
+    // @ts-expect-error: unknown option
+    app.register(pathgate, { fs: [], bogus: true });
+    expectTypeOf<{ fs: string[] }>().toExtend<PathgateOptions>();
+  });
+
+  it('onDeny sees the denial, request and reply; returns nothing or a body', () => {
+    const onDeny: NonNullable<PathgateOptions['onDeny']> = (denial, request, reply) => {
+      expectTypeOf(denial).toEqualTypeOf<PathDenial>();
+      expectTypeOf(request).toEqualTypeOf<FastifyRequest>();
+      expectTypeOf(reply).toEqualTypeOf<FastifyReply>();
+      return denial.reason === 'missing-path' ? undefined : { reason: denial.reason };
+    };
+    app.register(pathgate, { fs: [], onDeny });
+    app.register(pathgate, { fs: [], onDeny: () => {} });
+  });
+});
+
+describe('the thrown deny', () => {
+  it('carries code, statusCode, reason and label', () => {
+    const error = new PathgateDeniedError('file *: path denied (nul-byte)') as PathgateDenied;
+    expectTypeOf(error.code).toEqualTypeOf<'PATHGATE_DENIED'>();
+    expectTypeOf(error.statusCode).toEqualTypeOf<403>();
+    expectTypeOf(error.reason).toEqualTypeOf<GuardDenyReason>();
+    expectTypeOf(error.label).toEqualTypeOf<string>();
+  });
+});
