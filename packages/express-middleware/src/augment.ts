@@ -1,0 +1,23 @@
+import type { PathgateInfo } from '@pathgate/core';
+
+/** What pathgate adds to Express's request (merged into `Express.Request`). */
+export interface PathgateRequestFields {
+  /** The canonical paths pathgate checked, by source and selector. Set once every check passed. */
+  pathgate?: PathgateInfo;
+}
+
+/** What pathgate adds to multer's file (merged into `Express.Multer.File`). */
+export interface PathgateFileFields {
+  /** The canonical path pathgate checked this file's name as: store the file here. */
+  pathgatePath?: string;
+}
+
+// Declaration merging; exported types above keep it in the built d.ts.
+declare global {
+  namespace Express {
+    interface Request extends PathgateRequestFields {}
+    namespace Multer {
+      interface File extends PathgateFileFields {}
+    }
+  }
+}

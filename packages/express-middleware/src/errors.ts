@@ -1,0 +1,73 @@
+import {
+  denyBody,
+  type GuardDenyReason,
+  type PathDenial,
+  SAND_PERM_CODES,
+  type SandPermCode,
+} from '@pathgate/core';
+
+/**
+ * What `errors: 'next'` hands to `next(err)`, shaped like an http-errors
+ * error so Express error handlers render it as a 403. Its message and
+ * enumerable fields name the reason and the spec, never a path or the root;
+ * `denial` (not enumerable) keeps the details for logs.
+ */
+export class PathgateDeniedError extends Error {
+  readonly status = 403;
+  readonly statusCode = 403;
+  readonly expose = true;
+  readonly code: SandPermCode = SAND_PERM_CODES.DENIED;
+  readonly reason: GuardDenyReason;
+  /** The spec that denied: `body.from`, `params.path`, `file avatar`. */
+  readonly label: string;
+  declare readonly denial: PathDenial;
+
+  constructor(denial: PathDenial) {
+    super(denyBody(denial).message);
+    this.name = 'PathgateDeniedError';
+    this.reason = denial.reason;
+    this.label = denial.label;
+    Object.defineProperty(this, 'denial', { value: denial, enumerable: false });
+  }
+}
+
+/** Codes of the safe disk storage's refusals; the README lists the same. */
+export const STORAGE_CODES = Object.freeze({
+  /** The target file exists and `overwrite` is off. */
+  EXISTS: 'PATHGATE_EXISTS',
+  /** A component of the target is a symlink or not a directory. */
+  NOT_A_DIRECTORY: 'PATHGATE_NOT_A_DIRECTORY',
+  /** The target is a symlink. */
+  SYMLINK: 'PATHGATE_SYMLINK',
+  /** A name is longer than the file system allows. */
+  NAME_TOO_LONG: 'PATHGATE_NAME_TOO_LONG',
+} as const);
+
+export type StorageCode = (typeof STORAGE_CODES)[keyof typeof STORAGE_CODES];
+
+const STORAGE_STATUS: Record<StorageCode, number> = {
+  PATHGATE_EXISTS: 409,
+  PATHGATE_NOT_A_DIRECTORY: 403,
+  PATHGATE_SYMLINK: 403,
+  PATHGATE_NAME_TOO_LONG: 400,
+};
+
+/**
+ * Why the safe disk storage refused an allowed file. It reaches the app's
+ * error handler through multer, with an http-errors shape (4xx, exposed),
+ * so bad input never becomes a 500. The message names no path.
+ */
+export class PathgateStorageError extends Error {
+  readonly status: number;
+  readonly statusCode: number;
+  readonly expose = true;
+  readonly code: StorageCode;
+
+  constructor(code: StorageCode, message: string) {
+    super(message);
+    this.name = 'PathgateStorageError';
+    this.code = code;
+    this.status = STORAGE_STATUS[code];
+    this.statusCode = this.status;
+  }
+}

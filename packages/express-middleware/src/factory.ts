@@ -1,0 +1,55 @@
+import {
+  compileRouteGuard,
+  type FsAccessMode,
+  type PathSpec,
+  type PermissionPolicy,
+} from '@pathgate/core';
+import type { RequestHandler } from 'express';
+import type { Multer, StorageEngine } from 'multer';
+import { routeMiddleware } from './middleware.js';
+import { createMulter, type PathgateMulterOptions } from './multer.js';
+import { type PathgateOptions, readOptions } from './options.js';
+import { makeDeny } from './reply.js';
+import { type DiskStorageOptions, safeDiskStorage } from './storage.js';
+
+/** What `pathgate(options)` returns: per-route middleware makers sharing one policy. */
+export interface Pathgate {
+  /** The compiled policy. */
+  readonly policy: PermissionPolicy;
+  /** Route-level middleware checking each spec's paths for reading. */
+  read(...paths: PathSpec[]): RequestHandler;
+  /** Route-level middleware checking each spec's paths for writing. */
+  write(...paths: PathSpec[]): RequestHandler;
+  /** A multer instance whose middleware refuse denied filenames before a byte is stored. */
+  multer(options?: PathgateMulterOptions): Multer;
+  /** The storage `multer()` uses by default: writes to `file.pathgatePath`, no symlinks, no overwrite. */
+  diskStorage(options?: DiskStorageOptions): StorageEngine;
+}
+
+/**
+ * Builds the policy once (bad options throw a TypeError naming the option)
+ * and returns the gate. A route's specs are checked when `read()` or
+ * `write()` is called, never per request.
+ */
+export function pathgate(options: PathgateOptions): Pathgate {
+  const settings = readOptions(options);
+  const { policy } = settings;
+  const deny = makeDeny(settings);
+  let routes = 0;
+  const route =
+    (mode: FsAccessMode) =>
+    (...paths: PathSpec[]): RequestHandler => {
+      routes += 1;
+      const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`);
+      return routeMiddleware({ guard, deny, settings });
+    };
+  const diskStorage = (storageOptions?: DiskStorageOptions) =>
+    safeDiskStorage(policy.root, storageOptions);
+  return {
+    policy,
+    read: route('read'),
+    write: route('write'),
+    multer: (multerOptions) => createMulter(settings, deny, diskStorage, multerOptions),
+    diskStorage,
+  };
+}

@@ -1,0 +1,33 @@
+import type { Request } from 'express';
+import type { FileFilterCallback, Options } from 'multer';
+import { PathgateDeniedError } from './errors.js';
+import { uploadOf } from './upload.js';
+
+export type FileFilter = NonNullable<Options['fileFilter']>;
+
+/** A filter outside a gate's multer middleware cannot answer early: it refuses every file. */
+const UNWRAPPED = { reason: 'unexpected-file', label: 'file' } as const;
+
+/**
+ * multer's `fileFilter`: runs once per file part, after its headers and
+ * before storage reads a byte. A denied name is answered at once; an allowed
+ * one gets its canonical path on `file.pathgatePath` (enumerable, so multer
+ * copies it to `req.file`), then the user's own filter decides.
+ */
+export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilter {
+  return function fileFilter(req: Request, file: Express.Multer.File, cb: FileFilterCallback) {
+    const upload = uploadOf(req);
+    if (!upload) return cb(new PathgateDeniedError(UNWRAPPED));
+    if (upload.settled) return cb(null, false); // already answered: skip the rest quietly
+    const result = upload.checkFile(file.fieldname, file.originalname);
+    if (result.ok) file.pathgatePath = result.file.path;
+    else if (!upload.refuse(result.denial)) return cb(new PathgateDeniedError(result.denial));
+    // report-only goes on without a checked path: pathgate's storage writes nothing for it.
+    const accept = ((error: Error | null, include?: boolean) => {
+      if (!error && include && result.ok) upload.accepted.push(result.file);
+      (cb as (error: Error | null, include?: boolean) => void)(error, include);
+    }) as FileFilterCallback;
+    if (userFilter) userFilter(req, file, accept);
+    else accept(null, true);
+  };
+}

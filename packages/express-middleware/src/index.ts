@@ -1,0 +1,12 @@
+import { pathgate } from './factory.js';
+
+export type { PathDenial, PathgateInfo, PathSpec } from '@pathgate/core';
+export type { PathgateFileFields, PathgateRequestFields } from './augment.js';
+export type { StorageCode } from './errors.js';
+export { PathgateDeniedError, PathgateStorageError, STORAGE_CODES } from './errors.js';
+export type { Pathgate } from './factory.js';
+export type { PathgateMulterOptions } from './multer.js';
+export type { DenyHandler, DenyHandling, PathgateLogEntry, PathgateOptions } from './options.js';
+export type { DiskStorageOptions } from './storage.js';
+export { pathgate };
+export default pathgate;

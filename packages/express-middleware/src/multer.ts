@@ -1,0 +1,128 @@
+import { createRequire } from 'node:module';
+import type { Request, RequestHandler } from 'express';
+import type { Multer, Options, StorageEngine } from 'multer';
+import { type FileFilter, pathgateFileFilter } from './file-filter.js';
+import type { Settings } from './options.js';
+import { catchPipe, watchParts } from './parts.js';
+import type { Deny } from './reply.js';
+import { markUploadHandler, takeRouteState } from './route-state.js';
+import { Upload } from './upload.js';
+
+/** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
+type StreamHandler = (req: Request, parser: unknown) => void;
+
+/**
+ * multer's options, minus the three pathgate sets itself: `preservePath`
+ * (`true`: the policy must see `../x`, which busboy would strip to `x`),
+ * `defParamCharset` (`'utf8'`: multer's default is latin1) and `dest`
+ * (files go to `file.pathgatePath`; give `storage` to store elsewhere).
+ */
+export interface PathgateMulterOptions
+  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest'> {
+  /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
+  streamHandler?: StreamHandler;
+}
+
+const RESERVED = ['preservePath', 'defParamCharset', 'dest'] as const;
+const METHODS = ['single', 'array', 'fields', 'any', 'none'] as const;
+
+function fail(message: string): never {
+  throw new TypeError(`pathgate: gate.multer(): ${message}`);
+}
+
+/** multer is an optional peer dependency: loaded on first use, with a clear error if absent. */
+function loadMulter(): (options: object) => Multer {
+  try {
+    return createRequire(import.meta.url)('multer');
+  } catch {
+    return fail('needs the multer package (npm install multer@^2.1)');
+  }
+}
+
+function readMulterOptions(options: unknown): PathgateMulterOptions {
+  if (typeof options !== 'object' || options === null) fail('options must be an object');
+  for (const key of RESERVED) {
+    if ((options as Record<string, unknown>)[key] !== undefined) {
+      fail(`option ${key} is set by pathgate`);
+    }
+  }
+  const { fileFilter, streamHandler } = options as PathgateMulterOptions;
+  if (fileFilter !== undefined && typeof fileFilter !== 'function') {
+    fail('option fileFilter must be a function');
+  }
+  if (streamHandler !== undefined && typeof streamHandler !== 'function') {
+    fail('option streamHandler must be a function');
+  }
+  return options as PathgateMulterOptions;
+}
+
+/** The gate's side of an upload: what every wrapped multer middleware shares. */
+interface UploadGate {
+  readonly settings: Settings;
+  readonly deny: Deny;
+  readonly storage: StorageEngine;
+}
+
+/** Wraps one multer middleware so the gate's fileFilter can answer early, once. */
+function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): RequestHandler {
+  let warned = false;
+  const onOrphan = (req: Request) => {
+    if (warned) return;
+    warned = true;
+    gate.settings.log({
+      event: 'misconfigured',
+      message:
+        'a file reached gate.multer() on a route without a gate middleware: every file is denied; put gate.write({ file: ... }) before the multer middleware',
+      method: req.method,
+      url: req.originalUrl,
+    });
+  };
+  return markUploadHandler(function pathgateUpload(req, res, next) {
+    const route = takeRouteState(req);
+    const upload = new Upload({ req, res, next, route, onOrphan, ...gate });
+    const restore = catchPipe(req);
+    try {
+      multerMiddleware(req, res, (error?: unknown) => upload.finish(error));
+    } finally {
+      restore();
+    }
+  } as RequestHandler);
+}
+
+/**
+ * A multer instance for the gate: UTF-8 filenames, the client's full name
+ * for the policy, pathgate's fileFilter before the user's, and by default
+ * the safe disk storage. Its `single`, `array`, `fields`, `any` and `none`
+ * return middleware that answers a denied file at once.
+ */
+export function createMulter(
+  settings: Settings,
+  deny: Deny,
+  defaultStorage: () => StorageEngine,
+  options: unknown = {},
+): Multer {
+  const { fileFilter, streamHandler, ...rest } = readMulterOptions(options);
+  const multer = loadMulter();
+  const storage = rest.storage ?? defaultStorage();
+  const watched: StreamHandler | undefined =
+    streamHandler &&
+    ((req, parser) => {
+      watchParts(req, parser);
+      streamHandler(req, parser);
+    });
+  const instance = multer({
+    ...rest,
+    storage,
+    defParamCharset: 'utf8',
+    preservePath: true,
+    fileFilter: pathgateFileFilter(fileFilter as FileFilter | undefined),
+    ...(watched ? { streamHandler: watched } : {}),
+  });
+  const gate: UploadGate = { settings, deny, storage };
+  for (const method of METHODS) {
+    const original = instance[method] as (...args: unknown[]) => RequestHandler;
+    instance[method] = ((...args: unknown[]) =>
+      guardUpload(original.apply(instance, args), gate)) as never;
+  }
+  return instance;
+}

@@ -1,0 +1,60 @@
+import type { Request } from 'express';
+import { PathgateDeniedError } from './errors.js';
+import { uploadOf } from './upload.js';
+
+/** The part of busboy's interface the watcher uses. */
+interface PartStream {
+  on(event: 'file', listener: (field: string, stream: unknown, info: PartInfo) => void): unknown;
+  destroy(error?: Error): unknown;
+}
+
+interface PartInfo {
+  filename?: string;
+}
+
+const watched = new WeakSet<object>();
+
+const isPartStream = (value: unknown): value is PartStream =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as PartStream).on === 'function' &&
+  typeof (value as PartStream).destroy === 'function';
+
+/**
+ * multer drops a file part whose filename is empty or missing without ever
+ * calling `fileFilter` (busboy reports it as `undefined`). Watch busboy
+ * itself, so such a part is denied like any other missing path.
+ */
+export function watchParts(req: Request, parser: unknown): void {
+  if (!isPartStream(parser) || watched.has(parser)) return;
+  watched.add(parser);
+  parser.on('file', (field, _stream, info) => {
+    const upload = uploadOf(req);
+    if (info.filename || !upload || upload.settled) return;
+    const result = upload.checkFile(field, undefined);
+    if (result.ok || upload.refuse(result.denial)) return;
+    // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
+    parser.destroy(new PathgateDeniedError(result.denial));
+  });
+}
+
+type Pipe = Request['pipe'];
+
+/**
+ * multer feeds busboy with `req.pipe(busboy)`, synchronously inside its
+ * middleware call, in every 2.x version. Catch that one call to watch the
+ * parser; the returned function restores `req.pipe`.
+ */
+export function catchPipe(req: Request): () => void {
+  const own = Object.getOwnPropertyDescriptor(req, 'pipe');
+  const pipe = req.pipe;
+  const caught = function pipeToParser(this: Request, ...args: Parameters<Pipe>) {
+    watchParts(req, args[0]);
+    return pipe.apply(this, args);
+  };
+  req.pipe = caught as Pipe;
+  return () => {
+    if (own) Object.defineProperty(req, 'pipe', own);
+    else delete (req as { pipe?: Pipe }).pipe;
+  };
+}

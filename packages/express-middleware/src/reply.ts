@@ -1,0 +1,60 @@
+import { denyBody, type PathDenial } from '@pathgate/core';
+import { lingerClose } from '@pathgate/core/http';
+import type { NextFunction, Request, Response } from 'express';
+import { PathgateDeniedError } from './errors.js';
+import type { Settings } from './options.js';
+
+/**
+ * Handles one deny with the gate's settings. Returns `true` when the request
+ * goes on (report-only), `false` when it was answered or handed to `next(err)`.
+ */
+export type Deny = (denial: PathDenial, req: Request, res: Response, next: NextFunction) => boolean;
+
+/** A body that the client is still sending (a GET is not `complete` yet either, but has none). */
+function bodyPending(req: Request): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * Answering while the body arrives: close the connection (keep-alive would
+ * read the rest of a refused upload) and linger so the client sees the 403.
+ */
+function closeIfBodyPending(req: Request, res: Response, settings: Settings): void {
+  if (res.headersSent || !bodyPending(req)) return;
+  if (lingerClose(req, settings.linger)) res.setHeader('Connection', 'close');
+}
+
+function logReportOnly(settings: Settings, denial: PathDenial, req: Request): void {
+  const path = denial.result?.path;
+  settings.log({
+    event: 'report-only',
+    message: `would deny ${denial.label} (${denial.reason})`,
+    method: req.method,
+    url: req.originalUrl,
+    label: denial.label,
+    reason: denial.reason,
+    ...(path === undefined ? {} : { path }),
+  });
+}
+
+export function makeDeny(settings: Settings): Deny {
+  return function deny(denial, req, res, next) {
+    if (settings.reportOnly) {
+      settings.onDeny?.(denial, req, res);
+      logReportOnly(settings, denial, req);
+      return !res.headersSent;
+    }
+    closeIfBodyPending(req, res, settings);
+    const shaped = settings.onDeny?.(denial, req, res);
+    if (res.headersSent) return false; // onDeny answered itself
+    if (settings.errors === 'next') {
+      next(new PathgateDeniedError(denial));
+    } else {
+      const body = typeof shaped === 'object' && shaped !== null ? shaped : denyBody(denial);
+      res.status(403).json(body);
+    }
+    return false;
+  };
+}

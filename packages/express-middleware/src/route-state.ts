@@ -1,0 +1,54 @@
+import type { PathgateInfo, RouteGuard } from '@pathgate/core';
+import type { Request } from 'express';
+import type { Deny } from './reply.js';
+
+/**
+ * What a gate middleware leaves for the gate's multer middleware on a
+ * multipart request: the route's guard, the paths checked so far, and the
+ * route's deny. Module-private (a WeakMap keyed by the request), so nothing
+ * a client or another middleware sets can forge it.
+ */
+export interface RouteState {
+  readonly guard: RouteGuard;
+  readonly info: PathgateInfo;
+  readonly deny: Deny;
+  /** The route's gate lets denies through (and logs them). */
+  readonly reportOnly: boolean;
+}
+
+const states = new WeakMap<Request, RouteState>();
+
+export function leaveRouteState(req: Request, state: RouteState): void {
+  states.set(req, state);
+}
+
+/** Takes the state once: a second multer middleware finds none. */
+export function takeRouteState(req: Request): RouteState | undefined {
+  const state = states.get(req);
+  states.delete(req);
+  return state;
+}
+
+const uploadHandlers = new WeakSet<object>();
+
+/** Marks a gate multer middleware, so a gate can tell whether one follows it on its route. */
+export function markUploadHandler<T extends object>(handler: T): T {
+  uploadHandlers.add(handler);
+  return handler;
+}
+
+interface RouteStack {
+  stack?: readonly { handle?: unknown }[];
+}
+
+/**
+ * Whether a gate multer middleware comes after `gate` on the request's route
+ * (Express's `req.route`, its layers' handles). Without one, the multipart
+ * fields and files of the request can never be checked.
+ */
+export function uploadFollows(req: Request, gate: object): boolean {
+  const stack = (req.route as RouteStack | undefined)?.stack;
+  if (!Array.isArray(stack)) return false;
+  const at = stack.findIndex((layer) => layer.handle === gate);
+  return stack.some((layer, i) => i > at && uploadHandlers.has(layer.handle as object));
+}

@@ -1,0 +1,146 @@
+import { mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ErrorRequestHandler, Express } from 'express';
+
+/** A fresh sandbox root (real path: the policy compares canonical text). */
+export function tempRoot(): { root: string; remove: () => void } {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-express-')));
+  return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+/** Every regular file below `dir`, relative. */
+export function filesUnder(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true }) as string[])
+    .filter((name) => statSync(join(dir, name)).isFile())
+    .sort();
+}
+
+export interface Served {
+  readonly port: number;
+  readonly server: http.Server;
+  /** Open connections right now. */
+  connections(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Listens on 127.0.0.1 with an ephemeral port. */
+export async function serve(app: Express): Promise<Served> {
+  const server = await new Promise<http.Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    server,
+    connections: () =>
+      new Promise((resolve, reject) =>
+        server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      ),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json: unknown;
+}
+
+/** One request with node:http: the path is sent byte for byte (no URL normalization). */
+export function request(
+  port: number,
+  method: string,
+  path: string,
+  options: { headers?: http.OutgoingHttpHeaders; body?: Buffer | string } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const body = options.body === undefined ? undefined : Buffer.from(options.body);
+    const headers = { ...options.headers, ...(body ? { 'content-length': body.length } : {}) };
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export const BOUNDARY = '----pathgateBoundary7MA4YWxk';
+export const MULTIPART = `multipart/form-data; boundary=${BOUNDARY}`;
+
+/** One part: its raw header lines (bytes, so latin1, UTF-8 and NUL can be sent as they are) and body. */
+export interface RawPart {
+  headers: Buffer | string;
+  body?: Buffer | string;
+}
+
+/** `Content-Disposition` for a file part, with the filename's exact bytes. */
+export function filePart(
+  field: string,
+  filename: Buffer | string,
+  body: Buffer | string = 'x',
+): RawPart {
+  const name = typeof filename === 'string' ? Buffer.from(filename, 'utf8') : filename;
+  const headers = Buffer.concat([
+    Buffer.from(`Content-Disposition: form-data; name="${field}"; filename="`),
+    name,
+    Buffer.from('"\r\nContent-Type: application/octet-stream'),
+  ]);
+  return { headers, body };
+}
+
+export function fieldPart(field: string, value: string): RawPart {
+  return { headers: `Content-Disposition: form-data; name="${field}"`, body: value };
+}
+
+export function multipart(parts: readonly RawPart[]): Buffer {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    chunks.push(Buffer.from(`--${BOUNDARY}\r\n`));
+    chunks.push(Buffer.from(part.headers));
+    chunks.push(Buffer.from('\r\n\r\n'));
+    chunks.push(Buffer.from(part.body ?? ''));
+    chunks.push(Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+export function upload(port: number, path: string, parts: readonly RawPart[]): Promise<Reply> {
+  return request(port, 'POST', path, {
+    headers: { 'content-type': MULTIPART },
+    body: multipart(parts),
+  });
+}
+
+/** An error handler that counts its calls and renders http-errors-shaped errors as JSON. */
+export function countingErrorHandler(): { handler: ErrorRequestHandler; calls: unknown[] } {
+  const calls: unknown[] = [];
+  const handler: ErrorRequestHandler = (error, _req, res, _next) => {
+    calls.push(error);
+    const status = typeof error?.status === 'number' ? error.status : 500;
+    res.status(status).json({ status, code: error?.code, message: error?.message });
+  };
+  return { handler, calls };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,634 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { denyBody, type GuardDenyReason } from '@pathgate/core';
+import express from 'express';
+import multer from 'multer';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
+import {
+  countingErrorHandler,
+  fieldPart,
+  filePart,
+  filesUnder,
+  MULTIPART,
+  type RawPart,
+  type Reply,
+  request,
+  type Served,
+  serve,
+  sleep,
+  tempRoot,
+  upload,
+} from './helpers.js';
+
+// The multer integration over real HTTP: a denied filename is refused in
+// fileFilter, before storage writes a byte, with the 403 body; an allowed
+// file is written exactly at file.pathgatePath; every edge of the filename
+// (UTF-8, latin1, filename*, NFD, NUL, empty) is judged as stored.
+
+interface Handled {
+  file: (Express.Multer.File & { pathgatePath?: string }) | null;
+  files: unknown;
+  body: Record<string, unknown>;
+  pathgate: unknown;
+}
+
+let root: string;
+let removeRoot: () => void;
+let served: Served;
+let calls = 0;
+const logs: PathgateLogEntry[] = [];
+const errors = countingErrorHandler();
+
+function buildApp(dir: string, options: Partial<PathgateOptions> = {}): express.Express {
+  const gate = pathgate({
+    root: dir,
+    fs: ['rw:uploads/**', 'docs/**'],
+    log: (entry) => logs.push(entry),
+    ...options,
+  } as PathgateOptions);
+  const up = gate.multer();
+  const app = express();
+  const handler: express.RequestHandler = (req, res) => {
+    calls += 1;
+    res.json({
+      file: req.file ?? null,
+      files: req.files ?? null,
+      body: req.body,
+      pathgate: req.pathgate ?? null,
+    });
+  };
+  const avatar = { file: 'avatar', under: 'uploads' } as const;
+  app.post('/avatar', gate.write(avatar), up.single('avatar'), handler);
+  app.post('/optional', gate.write({ ...avatar, optional: true }), up.single('avatar'), handler);
+  app.post('/docs', gate.write({ file: 'docs', under: 'uploads' }), up.array('docs'), handler);
+  app.post('/any', gate.write({ file: true, under: 'uploads' }), up.any(), handler);
+  app.post(
+    '/read-only-dir',
+    gate.write({ file: 'avatar', under: 'docs' }),
+    up.single('avatar'),
+    handler,
+  );
+  app.post(
+    '/with-field',
+    gate.write(avatar, { body: 'target', under: 'uploads' }),
+    up.single('avatar'),
+    handler,
+  );
+  app.post('/fields', gate.write({ body: 'target', under: 'uploads' }), up.none(), handler);
+  app.post(
+    '/by-query',
+    gate.write({ query: 'dir', under: 'uploads' }, avatar),
+    up.single('avatar'),
+    handler,
+  );
+  app.post('/orphan', up.single('avatar'), handler);
+  const plain = multer({ storage: multer.memoryStorage() });
+  app.post('/plain-multer', gate.write(avatar), plain.single('avatar'), handler);
+  app.post('/fields-first', up.none(), gate.write({ body: 'target', under: 'uploads' }), handler);
+  app.post('/query-only', gate.write({ query: 'dir', under: 'uploads' }), handler);
+  const filtered = gate.multer({
+    fileFilter: (_req, file, cb) =>
+      cb(null, !file.originalname.endsWith('.exe') && file.pathgatePath !== undefined),
+  });
+  app.post(
+    '/filtered',
+    gate.write({ file: 'docs', under: 'uploads' }),
+    filtered.array('docs'),
+    handler,
+  );
+  const memory = gate.multer({ storage: multer.memoryStorage() });
+  app.post('/memory', gate.write(avatar), memory.single('avatar'), (req, res) => {
+    res.json({
+      buffer: req.file?.buffer.toString(),
+      pathgatePath: req.file?.pathgatePath,
+      path: req.file?.path ?? null,
+    });
+  });
+  const small = gate.multer({ limits: { fileSize: 10 } });
+  app.post('/small', gate.write(avatar), small.single('avatar'), handler);
+  const overwriting = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
+  app.post('/overwrite', gate.write(avatar), overwriting.single('avatar'), handler);
+  app.use(errors.handler);
+  return app;
+}
+
+beforeAll(async () => {
+  ({ root, remove: removeRoot } = tempRoot());
+  served = await serve(buildApp(root));
+});
+
+afterAll(async () => {
+  await served.close();
+  removeRoot();
+});
+
+beforeEach(() => {
+  calls = 0;
+  logs.length = 0;
+  errors.calls.length = 0;
+});
+
+const send = (path: string, parts: readonly RawPart[]) => upload(served.port, path, parts);
+const handled = (res: Reply) => res.json as Handled;
+const uploads = () => (existsSync(join(root, 'uploads')) ? filesUnder(join(root, 'uploads')) : []);
+
+/** A 403 with the core body; nothing reached the handler or the error handler. */
+async function expectDenied(res: Reply, reason: GuardDenyReason, label: string) {
+  expect(res.status).toBe(403);
+  expect(res.json).toEqual(denyBody({ reason, label }));
+  expect(res.text).not.toContain(root);
+  await sleep(20);
+  expect(calls).toBe(0);
+  expect(errors.calls).toEqual([]);
+}
+
+describe('an allowed file is written where the check looked', () => {
+  it('binary content intact at file.pathgatePath, listed on req.pathgate.files', async () => {
+    const content = randomBytes(1024 * 1024);
+    const res = await send('/avatar', [filePart('avatar', 'intact.bin', content)]);
+    expect(res.status).toBe(200);
+    const { file, pathgate } = handled(res);
+    const target = join(root, 'uploads', 'intact.bin');
+    expect(file).toMatchObject({
+      originalname: 'intact.bin',
+      pathgatePath: target,
+      path: target,
+      size: content.length,
+    });
+    expect(readFileSync(target).equals(content)).toBe(true);
+    expect(pathgate).toMatchObject({
+      mode: 'write',
+      files: [{ field: 'avatar', filename: 'intact.bin', path: target }],
+    });
+    expect(calls).toBe(1);
+  });
+
+  it('sub-directories are created inside the root; a leading / is a name inside uploads/', async () => {
+    const nested = await send('/avatar', [filePart('avatar', 'a/b/c.txt', 'nested')]);
+    expect(handled(nested).file?.path).toBe(join(root, 'uploads', 'a', 'b', 'c.txt'));
+    const absolute = await send('/avatar', [filePart('avatar', '/etc/passwd', 'not really')]);
+    expect(handled(absolute).file?.path).toBe(join(root, 'uploads', 'etc', 'passwd'));
+    expect(readFileSync(join(root, 'uploads', 'etc', 'passwd'), 'utf8')).toBe('not really');
+  });
+
+  it('a real client (fetch + FormData) with a UTF-8 name', async () => {
+    const form = new FormData();
+    form.append('avatar', new Blob(['fetched']), 'résumé-日本.txt');
+    const res = await fetch(`http://127.0.0.1:${served.port}/avatar`, {
+      method: 'POST',
+      body: form,
+    });
+    expect(res.status).toBe(200);
+    const { file } = (await res.json()) as Handled;
+    expect(file?.originalname).toBe('résumé-日本.txt');
+    expect(readFileSync(join(root, 'uploads', 'résumé-日本.txt'), 'utf8')).toBe('fetched');
+  });
+
+  it('several allowed files under any()', async () => {
+    const res = await send('/any', [
+      filePart('one', 'multi/1.txt', '1'),
+      filePart('two', 'multi/2.txt', '2'),
+    ]);
+    expect(res.status).toBe(200);
+    expect((handled(res).pathgate as { files: unknown[] }).files).toHaveLength(2);
+    expect(readFileSync(join(root, 'uploads', 'multi', '2.txt'), 'utf8')).toBe('2');
+  });
+});
+
+describe('a denied filename: 403 from fileFilter, nothing written', () => {
+  const DENIED: readonly (readonly [string, RawPart, GuardDenyReason])[] = [
+    ['../../etc/passwd', filePart('avatar', '../../etc/passwd'), 'path-not-in-allowlist'],
+    ['..', filePart('avatar', '..'), 'path-not-in-allowlist'],
+    ['a/../../x', filePart('avatar', 'a/../../x'), 'path-not-in-allowlist'],
+    ['.hidden (dotfile)', filePart('avatar', '.env'), 'path-not-in-allowlist'],
+    ['. (the directory itself)', filePart('avatar', '.'), 'missing-path'],
+    ['x/.. (the directory itself)', filePart('avatar', 'x/..'), 'missing-path'],
+    [
+      "filename*=UTF-8''..%2F..%2Fx",
+      {
+        headers: 'Content-Disposition: form-data; name="avatar"; filename*=UTF-8\'\'..%2F..%2Fx',
+        body: 'x',
+      },
+      'path-not-in-allowlist',
+    ],
+    [
+      "filename*=UTF-8''a%00b (decoded NUL)",
+      {
+        headers: 'Content-Disposition: form-data; name="avatar"; filename*=UTF-8\'\'a%00b.txt',
+        body: 'x',
+      },
+      'nul-byte',
+    ],
+    [
+      'filename* wins over filename',
+      {
+        headers:
+          'Content-Disposition: form-data; name="avatar"; filename="safe.txt"; filename*=UTF-8\'\'..%2F..%2Fevil',
+        body: 'x',
+      },
+      'path-not-in-allowlist',
+    ],
+    ['empty filename=""', filePart('avatar', ''), 'missing-path'],
+    [
+      'no filename, octet-stream',
+      {
+        headers:
+          'Content-Disposition: form-data; name="avatar"\r\nContent-Type: application/octet-stream',
+        body: 'x',
+      },
+      'missing-path',
+    ],
+    [
+      'no filename, text/plain (a text field, so the file is missing)',
+      {
+        headers: 'Content-Disposition: form-data; name="avatar"\r\nContent-Type: text/plain',
+        body: 'x',
+      },
+      'missing-path',
+    ],
+  ];
+  it.each(DENIED)('%s', async (_name, part, reason) => {
+    const before = uploads();
+    const res = await send('/avatar', [part]);
+    await expectDenied(res, reason, 'file avatar');
+    expect(uploads()).toEqual(before);
+  });
+
+  it('a raw NUL byte in the part header: busboy refuses the header → 400, not 500', async () => {
+    const before = uploads();
+    const res = await send('/avatar', [filePart('avatar', Buffer.from('a\u0000b.txt'))]);
+    expect(res.status).toBe(400);
+    expect(calls).toBe(0);
+    expect(uploads()).toEqual(before);
+  });
+
+  it('write into an r: directory → mode-not-permitted', async () => {
+    await expectDenied(
+      await send('/read-only-dir', [filePart('avatar', 'a.txt')]),
+      'mode-not-permitted',
+      'file avatar',
+    );
+    expect(existsSync(join(root, 'docs'))).toBe(false);
+  });
+
+  it('an empty name on a field the route does not declare → unexpected-file', async () => {
+    await expectDenied(await send('/avatar', [filePart('other', '')]), 'unexpected-file', 'file');
+  });
+
+  it('mixed: an allowed 2 MB file, then a denied one → 403, and the allowed file is removed', async () => {
+    const before = uploads();
+    const res = await send('/docs', [
+      filePart('docs', 'good.bin', randomBytes(2 * 1024 * 1024)),
+      filePart('docs', 'a/../../../x'),
+    ]);
+    await expectDenied(res, 'path-not-in-allowlist', 'file docs');
+    await sleep(100);
+    expect(uploads()).toEqual(before);
+  });
+
+  it('mixed under any(): allowed, denied, allowed → nothing stays', async () => {
+    const before = uploads();
+    const res = await send('/any', [
+      filePart('a', 'one.txt', '1'),
+      filePart('b', '../two.txt', '2'),
+      filePart('c', 'three.txt', '3'),
+    ]);
+    await expectDenied(res, 'path-not-in-allowlist', 'file *');
+    await sleep(100);
+    expect(uploads()).toEqual(before);
+  });
+
+  it('query is checked before the body is read', async () => {
+    const res = await request(served.port, 'POST', '/by-query?dir=../..', {
+      headers: { 'content-type': MULTIPART },
+      body: Buffer.concat([Buffer.from('x')]),
+    });
+    await expectDenied(res, 'path-not-in-allowlist', 'query.dir');
+  });
+});
+
+describe('names as they are decoded: UTF-8 by default, NFC, latin1', () => {
+  it('NFD arrives, NFC is checked and written', async () => {
+    const res = await send('/avatar', [filePart('avatar', 'cafe\u0301.txt', 'nfd')]);
+    const { file } = handled(res);
+    expect(file?.originalname).toBe('cafe\u0301.txt');
+    expect(file?.pathgatePath).toBe(join(root, 'uploads', 'caf\u00e9.txt'));
+    expect(uploads()).toContain('caf\u00e9.txt');
+    expect(uploads()).not.toContain('cafe\u0301.txt');
+  });
+
+  it('raw UTF-8 bytes decode as UTF-8 (not latin1 mojibake)', async () => {
+    const res = await send('/avatar', [filePart('avatar', Buffer.from('日本-ü.txt', 'utf8'), 'u')]);
+    expect(handled(res).file?.path).toBe(join(root, 'uploads', '日本-ü.txt'));
+  });
+
+  it('raw latin1 bytes are not valid UTF-8: U+FFFD is checked and written, the same string', async () => {
+    const res = await send('/avatar', [
+      filePart('avatar', Buffer.from('r\u00e9sum\u00e9-l1.txt', 'latin1'), 'l'),
+    ]);
+    const { file } = handled(res);
+    expect(file?.pathgatePath).toBe(join(root, 'uploads', 'r\ufffdsum\ufffd-l1.txt'));
+    expect(file?.path).toBe(file?.pathgatePath);
+    expect(readFileSync(file?.path ?? '', 'utf8')).toBe('l');
+  });
+
+  it("filename*=ISO-8859-1'' is decoded with its declared charset", async () => {
+    const part = {
+      headers: 'Content-Disposition: form-data; name="avatar"; filename*=ISO-8859-1\'\'na%EFve.txt',
+      body: 'i',
+    };
+    const res = await send('/avatar', [part]);
+    expect(handled(res).file?.path).toBe(join(root, 'uploads', 'na\u00efve.txt'));
+  });
+});
+
+describe('multipart fields, required and optional files', () => {
+  it('a body spec reads the multipart text field after multer', async () => {
+    const res = await send('/with-field', [
+      fieldPart('target', 'moved.txt'),
+      filePart('avatar', 'f1.txt'),
+    ]);
+    expect(res.status).toBe(200);
+    expect((handled(res).pathgate as { body: unknown }).body).toEqual({
+      target: join(root, 'uploads', 'moved.txt'),
+    });
+  });
+
+  it('a denied text field after a stored file → 403, and the file is removed', async () => {
+    const res = await send('/with-field', [
+      filePart('avatar', 'kept-not.txt'),
+      fieldPart('target', '../../etc/x'),
+    ]);
+    await expectDenied(res, 'path-not-in-allowlist', 'body.target');
+    expect(uploads()).not.toContain('kept-not.txt');
+  });
+
+  it('a missing text field → missing-path', async () => {
+    await expectDenied(
+      await send('/with-field', [filePart('avatar', 'f2.txt')]),
+      'missing-path',
+      'body.target',
+    );
+    expect(uploads()).not.toContain('f2.txt');
+  });
+
+  it('none(): fields only', async () => {
+    const ok = await send('/fields', [fieldPart('target', 'a.txt')]);
+    expect((handled(ok).pathgate as { body: unknown }).body).toEqual({
+      target: join(root, 'uploads', 'a.txt'),
+    });
+    calls = 0;
+    await expectDenied(
+      await send('/fields', [fieldPart('target', '../../a')]),
+      'path-not-in-allowlist',
+      'body.target',
+    );
+  });
+
+  it('a required file that is not sent → missing-path; optional → the handler runs without it', async () => {
+    await expectDenied(
+      await send('/avatar', [fieldPart('note', 'hi')]),
+      'missing-path',
+      'file avatar',
+    );
+    const optional = await send('/optional', [fieldPart('note', 'hi')]);
+    expect(optional.status).toBe(200);
+    expect(handled(optional).file).toBeNull();
+  });
+
+  it('not multipart at all: the required file is missing', async () => {
+    const res = await request(served.port, 'POST', '/avatar', {
+      headers: { 'content-type': 'application/json' },
+      body: '{"avatar":"x.txt"}',
+    });
+    await expectDenied(res, 'missing-path', 'file avatar');
+  });
+});
+
+describe('wiring', () => {
+  it('gate.multer() without a gate middleware fails closed, and warns once', async () => {
+    const before = uploads();
+    await expectDenied(
+      await send('/orphan', [filePart('avatar', 'a.txt')]),
+      'unexpected-file',
+      'file',
+    );
+    await expectDenied(
+      await send('/orphan', [filePart('avatar', 'b.txt')]),
+      'unexpected-file',
+      'file',
+    );
+    expect(uploads()).toEqual(before);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: 'misconfigured',
+        message: expect.stringContaining('gate.write({ file: ... })'),
+      }),
+    ]);
+    const noFile = await send('/orphan', [fieldPart('note', 'hi')]);
+    expect(noFile.status).toBe(200);
+  });
+
+  it('a gate with no gate.multer() after it fails closed on multipart (plain multer never runs), and warns once', async () => {
+    for (let i = 0; i < 2; i += 1) {
+      await expectDenied(
+        await send('/plain-multer', [filePart('avatar', 'plain.txt')]),
+        'missing-path',
+        'file avatar',
+      );
+    }
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: 'misconfigured',
+        message: expect.stringContaining('no gate.multer() middleware after it'),
+      }),
+    ]);
+  });
+
+  it('a route without body or file specs lets a multipart body through untouched', async () => {
+    const res = await send('/query-only?dir=in', [fieldPart('note', 'hi')]);
+    expect(res.status).toBe(200);
+    expect(logs).toEqual([]);
+  });
+
+  it('gate.multer().none() before the gate parses the fields first, like express.json()', async () => {
+    const ok = await send('/fields-first', [fieldPart('target', 'first.txt')]);
+    expect((handled(ok).pathgate as { body: unknown }).body).toEqual({
+      target: join(root, 'uploads', 'first.txt'),
+    });
+    calls = 0;
+    await expectDenied(
+      await send('/fields-first', [fieldPart('target', '../../../x')]),
+      'path-not-in-allowlist',
+      'body.target',
+    );
+  });
+
+  it("the user's fileFilter runs after pathgate's and sees file.pathgatePath", async () => {
+    const res = await send('/filtered', [
+      filePart('docs', 'keep.txt'),
+      filePart('docs', 'skip.exe'),
+    ]);
+    expect(res.status).toBe(200);
+    expect((handled(res).files as { originalname: string }[]).map((f) => f.originalname)).toEqual([
+      'keep.txt',
+    ]);
+    expect((handled(res).pathgate as { files: unknown[] }).files).toHaveLength(1);
+    expect(uploads()).toContain('keep.txt');
+    expect(uploads()).not.toContain('skip.exe');
+    calls = 0;
+    await expectDenied(
+      await send('/filtered', [filePart('docs', '../evil.txt')]),
+      'path-not-in-allowlist',
+      'file docs',
+    );
+  });
+
+  it('another storage (memory) gets the checked path too', async () => {
+    const res = await send('/memory', [filePart('avatar', 'mem.txt', 'in memory')]);
+    expect(res.json).toEqual({
+      buffer: 'in memory',
+      pathgatePath: join(root, 'uploads', 'mem.txt'),
+      path: null,
+    });
+    expect(uploads()).not.toContain('mem.txt');
+  });
+
+  it("multer's own errors reach the app's error handler once, nothing stays on disk", async () => {
+    const unexpected = await send('/avatar', [filePart('other', 'o.txt')]);
+    expect(unexpected.json).toMatchObject({ code: 'LIMIT_UNEXPECTED_FILE' });
+    const tooBig = await send('/small', [filePart('avatar', 'big.txt', 'x'.repeat(100))]);
+    expect(tooBig.json).toMatchObject({ code: 'LIMIT_FILE_SIZE' });
+    await sleep(50);
+    expect(errors.calls).toHaveLength(2);
+    expect(uploads()).not.toContain('big.txt');
+    expect(calls).toBe(0);
+  });
+});
+
+describe('the safe disk storage: no symlinks, no overwrite, no 500 on bad names', () => {
+  it('an existing file → 409 PATHGATE_EXISTS (unless overwrite), content untouched', async () => {
+    await send('/avatar', [filePart('avatar', 'once.txt', 'first')]);
+    const again = await send('/avatar', [filePart('avatar', 'once.txt', 'second')]);
+    expect(again.status).toBe(409);
+    expect(again.json).toMatchObject({ code: 'PATHGATE_EXISTS' });
+    expect(readFileSync(join(root, 'uploads', 'once.txt'), 'utf8')).toBe('first');
+    const replaced = await send('/overwrite', [filePart('avatar', 'once.txt', 'third')]);
+    expect(replaced.status).toBe(200);
+    expect(readFileSync(join(root, 'uploads', 'once.txt'), 'utf8')).toBe('third');
+  });
+
+  it('a planted file symlink → 403 PATHGATE_SYMLINK, the target outside untouched', async () => {
+    const outside = tempRoot();
+    try {
+      writeFileSync(join(outside.root, 'victim.txt'), 'safe');
+      mkdirSync(join(root, 'uploads'), { recursive: true });
+      symlinkSync(join(outside.root, 'victim.txt'), join(root, 'uploads', 'link.txt'));
+      // Exclusive create refuses any existing name, a link included; overwrite refuses to follow it.
+      const exclusive = await send('/avatar', [filePart('avatar', 'link.txt', 'PWNED')]);
+      expect([exclusive.status, exclusive.json]).toMatchObject([409, { code: 'PATHGATE_EXISTS' }]);
+      const overwrite = await send('/overwrite', [filePart('avatar', 'link.txt', 'PWNED')]);
+      expect([overwrite.status, overwrite.json]).toMatchObject([403, { code: 'PATHGATE_SYMLINK' }]);
+      expect(readFileSync(join(outside.root, 'victim.txt'), 'utf8')).toBe('safe');
+    } finally {
+      outside.remove();
+    }
+  });
+
+  it('a planted directory symlink → 403 PATHGATE_NOT_A_DIRECTORY, nothing created outside', async () => {
+    const outside = tempRoot();
+    try {
+      mkdirSync(join(root, 'uploads'), { recursive: true });
+      symlinkSync(outside.root, join(root, 'uploads', 'dirlink'));
+      const res = await send('/avatar', [filePart('avatar', 'dirlink/escape.txt', 'PWNED')]);
+      expect(res.status).toBe(403);
+      expect(res.json).toMatchObject({ code: 'PATHGATE_NOT_A_DIRECTORY' });
+      expect(filesUnder(outside.root)).toEqual([]);
+    } finally {
+      outside.remove();
+    }
+  });
+
+  it('a name longer than the file system allows → 400 PATHGATE_NAME_TOO_LONG', async () => {
+    const res = await send('/avatar', [filePart('avatar', `${'n'.repeat(300)}.txt`)]);
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ code: 'PATHGATE_NAME_TOO_LONG' });
+  });
+
+  it("a part header over busboy's limit → 400, not 500", async () => {
+    const res = await send('/avatar', [filePart('avatar', `${'h'.repeat(20 * 1024)}.txt`)]);
+    expect(res.status).toBe(400);
+    expect(errors.calls).toHaveLength(1);
+  });
+});
+
+describe('modes of the gate', () => {
+  it("errors: 'next' → the error handler runs once, with the deny", async () => {
+    const dir = tempRoot();
+    const handler = countingErrorHandler();
+    const app = express();
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], errors: 'next' });
+    app.post(
+      '/up',
+      gate.write({ file: 'avatar', under: 'uploads' }),
+      gate.multer().single('avatar'),
+      (_req, res) => {
+        res.json({ ok: true });
+      },
+    );
+    app.use(handler.handler);
+    const s = await serve(app);
+    try {
+      const res = await upload(s.port, '/up', [
+        filePart('avatar', '../x'),
+        filePart('avatar', 'y.txt'),
+      ]);
+      expect(res.status).toBe(403);
+      expect(res.json).toEqual({
+        status: 403,
+        code: 'PATHGATE_DENIED',
+        message: 'file avatar: path denied (path-not-in-allowlist)',
+      });
+      await sleep(100);
+      expect(handler.calls).toHaveLength(1);
+      expect(filesUnder(dir.root)).toEqual([]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+
+  it('reportOnly: a denied file is logged and goes on unwritten; allowed files are stored', async () => {
+    const dir = tempRoot();
+    const seen: PathgateLogEntry[] = [];
+    const s = await serve(
+      buildApp(dir.root, { reportOnly: true, log: (entry) => seen.push(entry) }),
+    );
+    try {
+      const res = await upload(s.port, '/docs', [
+        filePart('docs', '../escape.txt', 'e'),
+        filePart('docs', 'fine.txt', 'f'),
+      ]);
+      expect(res.status).toBe(200);
+      const files = handled(res).files as { originalname: string; path?: string; size: number }[];
+      expect(files.map((f) => [f.originalname, f.path ?? null, f.size])).toEqual([
+        ['../escape.txt', null, 1],
+        ['fine.txt', join(dir.root, 'uploads', 'fine.txt'), 1],
+      ]);
+      expect(filesUnder(dir.root)).toEqual(['uploads/fine.txt']);
+      expect(seen).toEqual([
+        expect.objectContaining({
+          event: 'report-only',
+          label: 'file docs',
+          reason: 'path-not-in-allowlist',
+          path: join(dir.root, 'escape.txt'),
+        }),
+      ]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+});

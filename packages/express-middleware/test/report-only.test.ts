@@ -1,0 +1,117 @@
+import { denyBody, type PathDenial } from '@pathgate/core';
+import express from 'express';
+import supertest from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
+
+// reportOnly logs what would be denied (the canonical path in the log only)
+// and lets the request through; onDeny sees every deny and may shape the 403.
+
+const ROOT = '/srv/root';
+
+function buildApp(options: Partial<PathgateOptions>) {
+  const logs: PathgateLogEntry[] = [];
+  const gate = pathgate({
+    root: ROOT,
+    fs: ['docs/**'],
+    log: (entry) => logs.push(entry),
+    ...options,
+  });
+  const app = express();
+  let calls = 0;
+  app.get('/q', gate.read({ query: 'path' }, { query: 'other', optional: true }), (req, res) => {
+    calls += 1;
+    res.json({ pathgate: req.pathgate ?? null });
+  });
+  return { app, logs, calls: () => calls };
+}
+
+describe('reportOnly: true', () => {
+  it('logs the deny with its label, reason and canonical path, and calls the handler', async () => {
+    const { app, logs, calls } = buildApp({ reportOnly: true });
+    const res = await supertest(app).get('/q?path=../../etc/passwd').expect(200);
+    expect(calls()).toBe(1);
+    expect(res.text).not.toContain('/etc/passwd');
+    expect(logs).toEqual([
+      {
+        event: 'report-only',
+        message: 'would deny query.path (path-not-in-allowlist)',
+        method: 'GET',
+        url: '/q?path=../../etc/passwd',
+        label: 'query.path',
+        reason: 'path-not-in-allowlist',
+        path: '/etc/passwd',
+      },
+    ]);
+  });
+
+  it('a deny without a canonical path logs none', async () => {
+    const { app, logs } = buildApp({ reportOnly: true });
+    await supertest(app).get('/q').expect(200);
+    expect(logs).toEqual([
+      expect.objectContaining({ reason: 'missing-path', label: 'query.path' }),
+    ]);
+    expect(logs[0]).not.toHaveProperty('path');
+  });
+
+  it('an allowed request logs nothing and gets req.pathgate', async () => {
+    const { app, logs } = buildApp({ reportOnly: true });
+    const res = await supertest(app).get('/q?path=docs/a').expect(200);
+    expect(res.body.pathgate.query).toEqual({ path: `${ROOT}/docs/a` });
+    expect(logs).toEqual([]);
+  });
+
+  it('onDeny is called, its return value ignored', async () => {
+    const seen: string[] = [];
+    const { app, calls } = buildApp({
+      reportOnly: true,
+      onDeny: (denial) => {
+        seen.push(denial.reason);
+        return { custom: true };
+      },
+    });
+    await supertest(app).get('/q?path=../x').expect(200);
+    expect(seen).toEqual(['path-not-in-allowlist']);
+    expect(calls()).toBe(1);
+  });
+});
+
+describe('onDeny', () => {
+  it('sees the denial (with the canonical path, for logs) and the request', async () => {
+    const seen: [PathDenial, string][] = [];
+    const { app, calls } = buildApp({
+      onDeny: (denial, req) => {
+        seen.push([denial, req.originalUrl]);
+      },
+    });
+    const res = await supertest(app).get('/q?path=../secret').expect(403);
+    expect(res.body).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.[0]).toMatchObject({ reason: 'path-not-in-allowlist', label: 'query.path' });
+    expect(seen[0]?.[0].result?.path).toBe('/srv/secret');
+    expect(seen[0]?.[1]).toBe('/q?path=../secret');
+    expect(calls()).toBe(0);
+  });
+
+  it('may set headers and return the 403 body', async () => {
+    const { app } = buildApp({
+      onDeny: (denial, _req, res) => {
+        res.setHeader('x-denied-by', 'pathgate');
+        return { error: 'nope', why: denial.reason };
+      },
+    });
+    const res = await supertest(app).get('/q?path=../x').expect(403);
+    expect(res.headers['x-denied-by']).toBe('pathgate');
+    expect(res.body).toEqual({ error: 'nope', why: 'path-not-in-allowlist' });
+  });
+
+  it('may answer itself: pathgate then sends nothing more', async () => {
+    const { app, calls } = buildApp({
+      onDeny: (_denial, _req, res) => {
+        res.redirect(303, '/login');
+      },
+    });
+    await supertest(app).get('/q?path=../x').expect(303).expect('location', '/login');
+    expect(calls()).toBe(0);
+  });
+});

@@ -1,0 +1,84 @@
+import type { PathDenial, PathgateInfo, PermissionPolicy } from '@pathgate/core';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { Multer, StorageEngine } from 'multer';
+import { describe, expectTypeOf, it } from 'vitest';
+import pathgateDefault, {
+  type DenyHandling,
+  type Pathgate,
+  type PathgateDeniedError,
+  type PathgateLogEntry,
+  type PathgateOptions,
+  type PathgateStorageError,
+  pathgate,
+} from '../src/index.js';
+
+// The public API's types, end to end: options, gate methods, specs,
+// req.pathgate and file.pathgatePath by declaration merging.
+
+describe('types', () => {
+  it('the factory: default and named export, typed options', () => {
+    expectTypeOf(pathgateDefault).toEqualTypeOf(pathgate);
+    expectTypeOf(pathgate).parameter(0).toEqualTypeOf<PathgateOptions>();
+    expectTypeOf(pathgate).returns.toEqualTypeOf<Pathgate>();
+    expectTypeOf<PathgateOptions['errors']>().toEqualTypeOf<DenyHandling | undefined>();
+    expectTypeOf<DenyHandling>().toEqualTypeOf<'respond' | 'next'>();
+    expectTypeOf<PathgateOptions['log']>().toEqualTypeOf<
+      ((entry: PathgateLogEntry) => void) | undefined
+    >();
+    expectTypeOf<Parameters<NonNullable<PathgateOptions['onDeny']>>>().toEqualTypeOf<
+      [PathDenial, Request, Response]
+    >();
+    // A logging-only hook (returning nothing) and a body-shaping one both fit.
+    pathgate({ fs: [], onDeny: (denial) => console.debug(denial.reason) });
+    pathgate({ fs: [], onDeny: (denial) => ({ error: denial.reason }) });
+  });
+
+  it('the gate: route middleware, multer and storage', () => {
+    const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
+    expectTypeOf(gate.policy).toEqualTypeOf<PermissionPolicy>();
+    expectTypeOf(gate.read({ params: 'path' })).toEqualTypeOf<RequestHandler>();
+    expectTypeOf(
+      gate.write({ body: 'from' }, { body: ['to', 0], under: 'uploads', optional: true }),
+    ).toEqualTypeOf<RequestHandler>();
+    expectTypeOf(
+      gate.write({ file: 'avatar', under: 'uploads' }, { file: true }),
+    ).toEqualTypeOf<RequestHandler>();
+    expectTypeOf(gate.read({ headers: 'x-file' }, { query: 'q' })).toEqualTypeOf<RequestHandler>();
+    expectTypeOf(gate.multer({ limits: { fileSize: 1 } })).toEqualTypeOf<Multer>();
+    expectTypeOf(gate.diskStorage({ overwrite: true })).toEqualTypeOf<StorageEngine>();
+    // Compiled, never run: each call is a type error.
+    const typeErrors = () => {
+      // @ts-expect-error a spec names exactly one source
+      gate.read({ params: 'a', query: 'b' });
+      // @ts-expect-error headers take one name, not a key/index list
+      gate.read({ headers: ['x', 0] });
+      // @ts-expect-error file is a field name or true
+      gate.write({ file: false });
+      // @ts-expect-error pathgate sets preservePath itself
+      gate.multer({ preservePath: false });
+      // @ts-expect-error errors is 'respond' or 'next'
+      pathgate({ fs: [], errors: 'throw' });
+    };
+    expectTypeOf(typeErrors).toBeFunction();
+  });
+
+  it('req.pathgate and file.pathgatePath come from declaration merging', () => {
+    const app = express();
+    app.get('/files/*path', (req, res) => {
+      expectTypeOf(req.pathgate).toEqualTypeOf<PathgateInfo | undefined>();
+      expectTypeOf(req.pathgate?.params.path).toEqualTypeOf<string | string[] | undefined>();
+      expectTypeOf(req.file?.pathgatePath).toEqualTypeOf<string | undefined>();
+      res.end();
+    });
+  });
+
+  it('the errors are http-errors shaped', () => {
+    expectTypeOf<PathgateDeniedError['status']>().toEqualTypeOf<403>();
+    expectTypeOf<PathgateDeniedError['expose']>().toEqualTypeOf<true>();
+    expectTypeOf<PathgateDeniedError['code']>().toEqualTypeOf<'PATHGATE_DENIED'>();
+    expectTypeOf<PathgateDeniedError['denial']>().toEqualTypeOf<PathDenial>();
+    expectTypeOf<PathgateStorageError['code']>().toEqualTypeOf<
+      'PATHGATE_EXISTS' | 'PATHGATE_NOT_A_DIRECTORY' | 'PATHGATE_SYMLINK' | 'PATHGATE_NAME_TOO_LONG'
+    >();
+  });
+});
