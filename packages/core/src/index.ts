@@ -1,3 +1,5 @@
+export type { AdapterOptions, AdapterSettings, OptionReader } from './adapter-options.js';
+export { optionError, readAdapterOptions, readFunction } from './adapter-options.js';
 export type {
   CanonicalizeFailure,
   CanonicalizeOptions,

@@ -39,11 +39,11 @@ describe('the plugin', () => {
 describe('bad options throw at registration', () => {
   const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: [] } });
   const ROWS: readonly (readonly [string, unknown, string])[] = [
-    ['no options', {}, 'pathgate: fs must be an array of rules (or give a policy)'],
+    ['no options', {}, 'pathgate: option fs must be an array of rule strings (or give policy)'],
     [
       'fs not an array',
       { fs: './public/**' },
-      'pathgate: fs must be an array of rules (or give a policy)',
+      'pathgate: option fs must be an array of rule strings (or give policy)',
     ],
     [
       'an unknown option',
@@ -54,13 +54,13 @@ describe('bad options throw at registration', () => {
     [
       'policy not a PermissionPolicy',
       { policy: { root: '/' } },
-      'pathgate: policy must be a PermissionPolicy',
+      'pathgate: option policy must be a PermissionPolicy',
     ],
-    ['policy and fs', { policy, fs: [] }, 'pathgate: give either policy or fs, not both'],
+    ['policy and fs', { policy, fs: [] }, 'pathgate: option fs cannot be combined with policy'],
     [
       'policy and root, dot',
       { policy, root: '/srv', dot: true },
-      'pathgate: give either policy or root, dot, not both',
+      'pathgate: option root cannot be combined with policy',
     ],
     [
       'a relative root',
@@ -77,37 +77,42 @@ describe('bad options throw at registration', () => {
       { root: '/srv', fs: ['/etc/**'] },
       'rule 1 "/etc/**": lies outside the root',
     ],
+    ['root null', { root: null, fs: [] }, 'pathgate: option root must not be null'],
     ['dot not a boolean', { fs: [], dot: 'yes' }, 'PermissionPolicy: dot must be a boolean'],
     [
       'resolve not a function',
       { fs: [], resolve: '/' },
       'PermissionPolicy: resolve must be a function',
     ],
-    ['onDeny not a function', { fs: [], onDeny: 'log' }, 'pathgate: onDeny must be a function'],
+    [
+      'onDeny not a function',
+      { fs: [], onDeny: 'log' },
+      'pathgate: option onDeny must be a function',
+    ],
     [
       'reportOnly not a boolean',
       { fs: [], reportOnly: 1 },
-      'pathgate: reportOnly must be a boolean',
+      'pathgate: option reportOnly must be a boolean',
     ],
     [
       'lingerMs negative',
       { fs: [], lingerMs: -1 },
-      'pathgate: lingerMs must be a non-negative integer',
+      'pathgate: option lingerMs must be a non-negative integer',
     ],
     [
       'lingerMs fractional',
       { fs: [], lingerMs: 1.5 },
-      'pathgate: lingerMs must be a non-negative integer',
+      'pathgate: option lingerMs must be a non-negative integer',
     ],
     [
       'lingerBytes a string',
       { fs: [], lingerBytes: '1024' },
-      'pathgate: lingerBytes must be a non-negative integer',
+      'pathgate: option lingerBytes must be a non-negative integer',
     ],
     [
       'lingerBytes NaN',
       { fs: [], lingerBytes: Number.NaN },
-      'pathgate: lingerBytes must be a non-negative integer',
+      'pathgate: option lingerBytes must be a non-negative integer',
     ],
   ];
 

@@ -1,0 +1,129 @@
+import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
+import { PermissionPolicy, type PermissionPolicyOptions } from './policy.js';
+
+/**
+ * The options both adapters take, validated once here so they cannot drift
+ * apart: the policy (ready, or its parts), deny handling and the lingering
+ * close. `Handler` is the adapter's own `onDeny` signature.
+ */
+export interface AdapterOptions<Handler> {
+  /** A ready policy. Give either this or `fs` (with `root`, `dot`, `resolve`). */
+  policy?: PermissionPolicy | undefined;
+  /** The sandbox root, an absolute path. Default `'/'`. Not with `policy`. */
+  root?: string | undefined;
+  /** The allowlist: `[r:|rw:]<glob>` rules; `[]` denies everything. Required unless `policy` is given. */
+  fs?: readonly string[] | undefined;
+  /** Let wildcards match dotfiles. Default `false`. Not with `policy`. */
+  dot?: boolean | undefined;
+  /** Resolver for canonical paths, e.g. `resolveSymlinks`. Default: none. Not with `policy`. */
+  resolve?: PermissionPolicyOptions['resolve'];
+  /** Called on every deny: log, add headers, or return the 403 body. Default: none. */
+  onDeny?: Handler | undefined;
+  /** Log what would be denied and let the request through. Default `false`. */
+  reportOnly?: boolean | undefined;
+  /** After a 403 that refuses a body mid-upload: longest time to read and drop the rest, in ms. Default 2000. */
+  lingerMs?: number | undefined;
+  /** After such a 403: most bytes to read and drop before closing. Default 64 MiB. */
+  lingerBytes?: number | undefined;
+}
+
+/** The validated shared options. */
+export interface AdapterSettings<Handler> {
+  readonly policy: PermissionPolicy;
+  readonly onDeny: Handler | undefined;
+  readonly reportOnly: boolean;
+  readonly linger: { readonly lingerMs: number; readonly lingerBytes: number };
+}
+
+/** Reads one of the adapter's own options (an own key; `undefined` is absent, `null` an error). */
+export type OptionReader = (key: string) => unknown;
+
+const SHARED = ['policy', 'root', 'fs', 'dot', 'resolve', 'onDeny', 'reportOnly'] as const;
+const LINGER = ['lingerMs', 'lingerBytes'] as const;
+const POLICY_PARTS = ['root', 'fs', 'dot', 'resolve'] as const;
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** The adapters' build-time TypeError: `pathgate: option fs must be …`. */
+export function optionError(message: string): never {
+  throw new TypeError(`pathgate: ${message}`);
+}
+
+function readerOf(options: object): OptionReader {
+  return (key) => {
+    const value = hasOwn.call(options, key) ? (options as Record<string, unknown>)[key] : undefined;
+    if (value === null) optionError(`option ${key} must not be null`);
+    return value;
+  };
+}
+
+function readPolicy(read: OptionReader): PermissionPolicy {
+  const policy = read('policy');
+  const given = POLICY_PARTS.filter((key) => read(key) !== undefined);
+  if (policy !== undefined) {
+    if (!(policy instanceof PermissionPolicy))
+      optionError('option policy must be a PermissionPolicy');
+    if (given.length > 0) optionError(`option ${given[0]} cannot be combined with policy`);
+    return policy;
+  }
+  const fs = read('fs');
+  if (!Array.isArray(fs))
+    optionError('option fs must be an array of rule strings (or give policy)');
+  // The core's TypeErrors name the rule, root, dot or resolve: the same names as here.
+  return new PermissionPolicy({
+    root: read('root') as string | undefined,
+    permissions: { fs },
+    dot: read('dot') as boolean | undefined,
+    resolve: read('resolve') as PermissionPolicyOptions['resolve'],
+  });
+}
+
+function readCount(read: OptionReader, key: string, fallback: number): number {
+  const value = read(key);
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    optionError(`option ${key} must be a non-negative integer`);
+  }
+  return value;
+}
+
+/** A function option, or undefined when absent. */
+export function readFunction<T>(read: OptionReader, key: string): T | undefined {
+  const value = read(key);
+  if (value !== undefined && typeof value !== 'function')
+    optionError(`option ${key} must be a function`);
+  return value as T | undefined;
+}
+
+function readReportOnly(read: OptionReader): boolean {
+  const value = read('reportOnly');
+  if (value !== undefined && typeof value !== 'boolean') {
+    optionError('option reportOnly must be a boolean');
+  }
+  return value === true;
+}
+
+/**
+ * Validates an adapter's options once, at build time: the shared ones here,
+ * while `ownKeys` names the adapter's own, which it reads with the returned
+ * reader. An unknown key is an error, never ignored.
+ */
+export function readAdapterOptions<Handler>(
+  options: unknown,
+  ownKeys: readonly string[],
+): { settings: AdapterSettings<Handler>; read: OptionReader } {
+  if (typeof options !== 'object' || options === null) optionError('options must be an object');
+  const known = new Set<string>([...SHARED, ...LINGER, ...ownKeys]);
+  for (const key of Object.keys(options))
+    if (!known.has(key)) optionError(`unknown option "${key}"`);
+  const read = readerOf(options);
+  const settings = Object.freeze({
+    policy: readPolicy(read),
+    onDeny: readFunction<Handler>(read, 'onDeny'),
+    reportOnly: readReportOnly(read),
+    linger: Object.freeze({
+      lingerMs: readCount(read, 'lingerMs', DEFAULT_LINGER_MS),
+      lingerBytes: readCount(read, 'lingerBytes', DEFAULT_LINGER_BYTES),
+    }),
+  });
+  return { settings, read };
+}
