@@ -1,4 +1,4 @@
-// The main example until the adapters exist: build a policy once, then ask it
+// The core API alone (npm run example:core): build a policy once, then ask it
 // about a few paths a client might send, as a route handler would.
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 

@@ -1,0 +1,122 @@
+// The file API on Express: the same routes, statuses and bodies as the Fastify
+// example. Each route puts the gate's middleware before its handler; a deny is
+// a 403 and the handler never runs, and the handlers use only the canonical
+// paths the gate checked (req.pathgate, file.pathgatePath).
+import { createServer } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { resolveSymlinks } from '@pathgate/core';
+import { pathgate } from '@pathgate/express';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { checkedPath } from '../shared/checked.js';
+import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
+import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
+import { listenHttp, type Started } from '../shared/run.js';
+import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
+
+/**
+ * Express 5 names every wildcard. Naming it `*` gives the 403s the label
+ * Fastify's `/files/*` gives them (`params.*`); `{…}` makes it optional, so
+ * `/files/` reaches the gate (a missing path) as it does in Fastify.
+ */
+const FILES = '/files/{*"*"}';
+
+/**
+ * JSON bodies read as Fastify reads them: another media type is a 415, any
+ * JSON value is accepted (pathgate then judges it), an empty body is a 400.
+ */
+const jsonBody: RequestHandler[] = [
+  (req, _res, next) => {
+    const { 'content-type': type, 'content-length': length } = req.headers;
+    const noBody = type === undefined && length === '0';
+    const other = req.is('application/json') === false && !noBody;
+    next(other ? new FileApiError(415, 'unsupported media type') : undefined);
+  },
+  express.json({
+    strict: false,
+    verify: (_req, _res, body) => {
+      if (body.length === 0) throw new FileApiError(400, 'bad request');
+    },
+  }),
+];
+
+export function buildApp(root: string): Express {
+  // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
+  const gate = pathgate({ root, fs: RULES, resolve: resolveSymlinks });
+  // gate.multer() sets preservePath (busboy would strip `../../x` to `x`), and its
+  // storage writes each file to its checked path, never over an existing file.
+  const upload = gate.multer({ limits: { fileSize: UPLOAD_LIMIT, files: 1 } });
+  const page = indexPage();
+  const shown = (path: string) => shownPath(root, path);
+
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/', (_req, res) => {
+    res.type('text/html; charset=utf-8').send(page);
+  });
+
+  app.get('/api/list', gate.read({ query: 'dir' }), async (req, res) => {
+    res.json({ entries: await listDir(checkedPath(req.pathgate, 'query', 'dir')) });
+  });
+
+  app.get(FILES, gate.read({ params: '*' }), async (req, res) => {
+    const download = await openFile(checkedPath(req.pathgate, 'params', '*'));
+    res.set(downloadHeaders(download));
+    await pipeline(download.stream, res).catch((error: unknown) => {
+      // Once the bytes flow, a failure (the client went away) can only cut the answer short.
+      if (!res.headersSent) throw error;
+      res.destroy();
+    });
+  });
+
+  app.delete(FILES, gate.write({ params: '*' }), async (req, res) => {
+    const path = checkedPath(req.pathgate, 'params', '*');
+    await removeFile(path);
+    res.json({ deleted: shown(path) });
+  });
+
+  app.post(
+    '/api/move',
+    ...jsonBody,
+    gate.write({ body: 'from' }, { body: 'to' }),
+    async (req, res) => {
+      const from = checkedPath(req.pathgate, 'body', 'from');
+      const to = checkedPath(req.pathgate, 'body', 'to');
+      await moveFile(from, to);
+      res.json({ moved: shown(from), to: shown(to) });
+    },
+  );
+
+  // The gate first, then its multer middleware: each filename is checked before
+  // a byte is stored. any() lets pathgate, not multer, judge a file in another
+  // field (unexpected-file, as in Fastify).
+  app.post(
+    '/api/upload',
+    gate.write({ file: 'file', under: 'uploads' }),
+    upload.any(),
+    (req, res) => {
+      const file = Array.isArray(req.files) ? req.files[0] : undefined;
+      if (file?.pathgatePath === undefined) throw new FileApiError(400, 'no file');
+      res.status(201).json({ uploaded: shown(file.pathgatePath), size: file.size });
+    },
+  );
+
+  app.use((_req, res) => {
+    res.status(404).json(NOT_FOUND);
+  });
+
+  const onError: ErrorRequestHandler = (error, _req, res, next) => {
+    if (res.headersSent) return next(error);
+    const body = errorBody(error);
+    if (body.statusCode === 500) console.error(error);
+    res.status(body.statusCode).json(body);
+  };
+  app.use(onError);
+
+  return app;
+}
+
+/** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
+export function listen(root: string, port: number): Promise<Started> {
+  return listenHttp(createServer(buildApp(root)), port);
+}

@@ -1,0 +1,122 @@
+// The file API on Fastify. Each route declares its paths in `config.pathgate`;
+// pathgate checks them before the handler runs (a deny is a 403 and the handler
+// never runs), and the handlers use only the canonical paths it checked.
+import { unlink } from 'node:fs/promises';
+import multipart from '@fastify/multipart';
+import { denyBody, resolveSymlinks } from '@pathgate/core';
+import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { checkedPath } from '../shared/checked.js';
+import {
+  FileApiError,
+  listDir,
+  moveFile,
+  openFile,
+  removeFile,
+  saveUpload,
+} from '../shared/files.js';
+import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
+import { HOST, type Started } from '../shared/run.js';
+import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
+
+export async function buildApp(root: string): Promise<FastifyInstance> {
+  const app = Fastify();
+  // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
+  await app.register(pathgate, { root, fs: RULES, resolve: resolveSymlinks });
+  // preservePath: busboy would strip `../../x` to `x`, and the policy would judge another name.
+  await app.register(multipart, {
+    preservePath: true,
+    limits: { fileSize: UPLOAD_LIMIT, files: 1 },
+  });
+  // Bodies are JSON or multipart: a text/plain body is a 415, as in the Express example.
+  app.removeContentTypeParser('text/plain');
+
+  const page = indexPage();
+  const shown = (path: string) => shownPath(root, path);
+
+  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
+
+  app.get(
+    '/api/list',
+    { config: { pathgate: { mode: 'read', paths: [{ query: 'dir' }] } } },
+    async (request) => ({ entries: await listDir(checkedPath(request.pathgate, 'query', 'dir')) }),
+  );
+
+  app.get(
+    '/files/*',
+    { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+    async (request, reply) => {
+      const download = await openFile(checkedPath(request.pathgate, 'params', '*'));
+      return reply.headers(downloadHeaders(download)).send(download.stream);
+    },
+  );
+
+  app.delete(
+    '/files/*',
+    { config: { pathgate: { mode: 'write', paths: [{ params: '*' }] } } },
+    async (request) => {
+      const path = checkedPath(request.pathgate, 'params', '*');
+      await removeFile(path);
+      return { deleted: shown(path) };
+    },
+  );
+
+  app.post(
+    '/api/move',
+    { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
+    async (request) => {
+      const from = checkedPath(request.pathgate, 'body', 'from');
+      const to = checkedPath(request.pathgate, 'body', 'to');
+      await moveFile(from, to);
+      return { moved: shown(from), to: shown(to) };
+    },
+  );
+
+  app.post(
+    '/api/upload',
+    { config: { pathgate: { mode: 'write', paths: [{ file: 'file', under: 'uploads' }] } } },
+    async (request, reply) => {
+      // Each part's filename is checked before a byte of it is read: a denied
+      // one throws PathgateDeniedError here, and nothing of it is written.
+      const stored: string[] = [];
+      let size = 0;
+      try {
+        for await (const part of request.files()) {
+          const target = part.pathgatePath;
+          if (target === undefined) throw new Error('a file part pathgate did not check');
+          size = await saveUpload(part.file, target);
+          stored.push(target);
+        }
+      } catch (error) {
+        // A later part failed (a second file, a malformed body): keep none of the request.
+        await Promise.all(stored.map((path) => unlink(path).catch(() => {})));
+        throw error;
+      }
+      const [target] = stored;
+      if (target === undefined) throw new FileApiError(400, 'no file');
+      return reply.code(201).send({ uploaded: shown(target), size });
+    },
+  );
+
+  app.setNotFoundHandler(async (_request, reply) => reply.code(404).send(NOT_FOUND));
+
+  app.setErrorHandler(async (error, _request, reply) => {
+    // A denied filename, thrown out of request.files(): the same 403 body as a hook's deny.
+    if (error instanceof PathgateDeniedError) {
+      const { reason, label } = error as PathgateDenied;
+      return reply.code(403).send(denyBody({ reason, label }));
+    }
+    const body = errorBody(error);
+    if (body.statusCode === 500) console.error(error);
+    return reply.code(body.statusCode).send(body);
+  });
+
+  return app;
+}
+
+/** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
+export async function listen(root: string, port: number): Promise<Started> {
+  const app = await buildApp(root);
+  const url = await app.listen({ host: HOST, port });
+  return { url, close: () => app.close() };
+}

@@ -1,0 +1,133 @@
+// The file operations both example servers share. Every path they get was
+// canonicalized and checked by pathgate already: they use it as given.
+import { randomUUID } from 'node:crypto';
+import { constants, type ReadStream } from 'node:fs';
+import { link, lstat, mkdir, open, readdir, unlink } from 'node:fs/promises';
+import { dirname, extname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+export interface Entry {
+  name: string;
+  type: 'file' | 'dir';
+  size: number;
+}
+
+/** A failure the servers answer with a status and a message that names no path. */
+export class FileApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'FileApiError';
+  }
+}
+
+/** Maps fs errors a client's request can cause to clear answers; anything else stays a server error. */
+function clientError(error: unknown): never {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR')
+    throw new FileApiError(404, 'no such file or folder');
+  if (code === 'EISDIR') throw new FileApiError(400, 'not a file');
+  if (code === 'EEXIST' || code === 'ENOTEMPTY') throw new FileApiError(409, 'already exists');
+  if (code === 'ENAMETOOLONG') throw new FileApiError(400, 'name too long');
+  throw error;
+}
+
+/** Creates the parent folders of `path`; a parent that is a file is the client's mistake. */
+async function makeParents(path: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'EEXIST' || error.code === 'ENOTDIR') throw parentNotAFolder();
+    clientError(error);
+  });
+}
+
+const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
+
+/** A folder's entries, sorted by name. Links are listed, never followed. */
+export async function listDir(path: string): Promise<Entry[]> {
+  const info = await lstat(path).catch(clientError);
+  if (!info.isDirectory()) throw new FileApiError(400, 'not a folder');
+  const names = await readdir(path).catch(clientError);
+  const entries = await Promise.all(
+    names.map(async (name): Promise<Entry | undefined> => {
+      // A file removed since readdir is simply not listed.
+      const entry = await lstat(join(path, name)).catch(() => undefined);
+      if (entry === undefined) return undefined;
+      const dir = entry.isDirectory();
+      return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : entry.size };
+    }),
+  );
+  return entries
+    .filter((entry): entry is Entry => entry !== undefined)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+const TEXT = new Set(['.txt', '.md', '.csv', '.json', '.log']);
+
+export interface Download {
+  stream: ReadStream;
+  size: number;
+  /** text/plain for a few text extensions, else application/octet-stream: never HTML. */
+  type: string;
+}
+
+/** Opens a regular file for download; the checks run on the open file, not on its name again. */
+export async function openFile(path: string): Promise<Download> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW).catch(clientError);
+  const info = await handle.stat().catch(async (error: unknown) => {
+    await handle.close();
+    throw error;
+  });
+  if (!info.isFile()) {
+    await handle.close();
+    throw new FileApiError(400, 'not a file');
+  }
+  const type = TEXT.has(extname(path).toLowerCase())
+    ? 'text/plain; charset=utf-8'
+    : 'application/octet-stream';
+  return { stream: handle.createReadStream(), size: info.size, type };
+}
+
+/**
+ * Moves a file, creating the target's folders. The link-then-unlink never
+ * replaces an existing target (rename would, silently).
+ */
+export async function moveFile(from: string, to: string): Promise<void> {
+  const info = await lstat(from).catch(clientError);
+  if (!info.isFile()) throw new FileApiError(400, 'not a file');
+  await makeParents(to);
+  await link(from, to).catch(clientError);
+  await unlink(from);
+}
+
+export async function removeFile(path: string): Promise<void> {
+  const info = await lstat(path).catch(clientError);
+  if (!info.isFile()) throw new FileApiError(400, 'not a file');
+  await unlink(path).catch(clientError);
+}
+
+/** An upload's byte stream; busboy sets `truncated` when the size limit cut it short. */
+export type UploadStream = Readable & { truncated?: boolean };
+
+/**
+ * Stores an upload at `target`: streamed into a temporary sibling, then linked
+ * into place once complete, so a cut-off or failed upload never appears and an
+ * existing file is never replaced (409). Answers the size written.
+ */
+export async function saveUpload(file: UploadStream, target: string): Promise<number> {
+  await makeParents(target);
+  const temp = join(dirname(target), `.upload-${randomUUID()}.part`);
+  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
+  const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+  try {
+    const out = handle.createWriteStream();
+    await pipeline(file, out);
+    if (file.truncated) throw new FileApiError(413, 'file too large');
+    await link(temp, target).catch(clientError);
+    return out.bytesWritten;
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+}

@@ -1,0 +1,68 @@
+// Starts an example from the command line: picks the sandbox and the port,
+// prints the URL, and on Ctrl-C or SIGTERM closes the server and removes the
+// temp sandbox it created (never a folder the user named).
+import { rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSandbox, givenRoot, listenPort } from './sandbox.js';
+
+/** A listening example: its URL, and how to stop it. */
+export interface Started {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Listens on 127.0.0.1 only: the examples are for a local browser. */
+export const HOST = '127.0.0.1';
+
+/** Listens with a plain node:http server (Express), on 127.0.0.1. */
+export function listenHttp(server: Server, port: number): Promise<Started> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, HOST, () => {
+      server.off('error', reject);
+      const { port: bound } = server.address() as AddressInfo;
+      resolve({
+        url: `http://${HOST}:${bound}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}
+
+export async function runExample(
+  framework: string,
+  listen: (root: string, port: number) => Promise<Started>,
+): Promise<void> {
+  let root: string | undefined;
+  let temporary = false;
+  const removeSandbox = () => {
+    if (temporary && root) rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    const port = listenPort();
+    root = givenRoot();
+    if (root === undefined) {
+      root = createSandbox();
+      temporary = true;
+    }
+    const server = await listen(root, port);
+    console.log(`pathgate example (${framework}) listening on ${server.url} — sandbox ${root}`);
+    const stop = () => {
+      server.close().finally(() => {
+        removeSandbox();
+        process.exit(0);
+      });
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  } catch (error) {
+    removeSandbox();
+    console.error(`pathgate example (${framework}): ${(error as Error).message}`);
+    process.exit(1);
+  }
+}

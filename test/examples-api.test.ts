@@ -1,0 +1,362 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { denyBody, type GuardDenyReason } from '@pathgate/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  EXAMPLES,
+  type Got,
+  postFiles,
+  postJson,
+  type Running,
+  type Sent,
+  send,
+  start,
+} from './examples.js';
+
+// One session of requests, in order, against each example over real HTTP:
+// both frameworks must give every request the same status and the same body.
+
+const SECRET = 'Not in the allowlist';
+const README = 'Files in public/ can be read, never written.\n';
+const TOO_LARGE = Buffer.alloc(10 * 1024 * 1024 + 1, 'x');
+
+type Expected =
+  | { status: number; json: unknown }
+  | { status: number; text: string; type: string }
+  | { status: number; contains: string; type: string };
+
+const PAGE: Expected = {
+  status: 200,
+  contains: '<title>pathgate file API</title>',
+  type: 'text/html',
+};
+const denied = (reason: GuardDenyReason, label: string): Expected => ({
+  status: 403,
+  json: denyBody({ reason, label }),
+});
+const failed = (status: number, error: string, message: string): Expected => ({
+  status,
+  json: { statusCode: status, error, message },
+});
+const listed = (...entries: [string, 'file' | 'dir', number][]): Expected => ({
+  status: 200,
+  json: { entries: entries.map(([name, type, size]) => ({ name, type, size })) },
+});
+
+const STEPS: readonly (readonly [string, Sent, Expected])[] = [
+  ['GET / serves the page', { path: '/' }, PAGE],
+  [
+    'lists public/',
+    { path: '/api/list?dir=public' },
+    listed(['docs', 'dir', 0], ['readme.txt', 'file', 45]),
+  ],
+  [
+    'downloads public/readme.txt',
+    { path: '/files/public/readme.txt' },
+    { status: 200, text: README, type: 'text/plain' },
+  ],
+  [
+    'uploads x.txt into uploads/',
+    postFiles('/api/upload', ['file', 'x.txt', 'hello']),
+    { status: 201, json: { uploaded: 'uploads/x.txt', size: 5 } },
+  ],
+  [
+    'lists the upload',
+    { path: '/api/list?dir=uploads' },
+    listed(['hello.txt', 'file', 34], ['link', 'file', 13], ['x.txt', 'file', 5]),
+  ],
+  [
+    'downloads the upload',
+    { path: '/files/uploads/x.txt' },
+    { status: 200, text: 'hello', type: 'text/plain' },
+  ],
+  [
+    'uploads into a new folder',
+    postFiles('/api/upload', ['file', 'notes/a.bin', 'abc']),
+    { status: 201, json: { uploaded: 'uploads/notes/a.bin', size: 3 } },
+  ],
+  [
+    'downloads a binary as octet-stream',
+    { path: '/files/uploads/notes/a.bin' },
+    { status: 200, text: 'abc', type: 'application/octet-stream' },
+  ],
+  [
+    'refuses to replace an upload',
+    postFiles('/api/upload', ['file', 'x.txt', 'other']),
+    failed(409, 'Conflict', 'already exists'),
+  ],
+  [
+    'refuses an upload below a file',
+    postFiles('/api/upload', ['file', 'hello.txt/x.txt', 'x']),
+    failed(409, 'Conflict', 'a parent is not a folder'),
+  ],
+  [
+    'refuses an upload named ../../pathgate-escape.txt',
+    postFiles('/api/upload', ['file', '../../pathgate-escape.txt', 'evil']),
+    denied('path-not-in-allowlist', 'file file'),
+  ],
+  [
+    'refuses an upload into public/',
+    postFiles('/api/upload', ['file', '../public/x.txt', 'evil']),
+    denied('mode-not-permitted', 'file file'),
+  ],
+  [
+    'refuses an upload over the size limit',
+    postFiles('/api/upload', ['file', 'big.bin', TOO_LARGE]),
+    failed(413, 'Payload Too Large', 'file too large'),
+  ],
+  [
+    'refuses a second file, keeping neither',
+    postFiles('/api/upload', ['file', 'one.txt', '1'], ['file', 'two.txt', '2']),
+    failed(413, 'Payload Too Large', 'one file per upload'),
+  ],
+  [
+    'refuses a file in another field',
+    postFiles('/api/upload', ['avatar', 'a.txt', 'a']),
+    denied('unexpected-file', 'file'),
+  ],
+  [
+    'refuses an upload without a file',
+    { method: 'POST', path: '/api/upload' },
+    denied('missing-path', 'file file'),
+  ],
+  [
+    'moves uploads/x.txt to uploads/sub/y.txt',
+    postJson('/api/move', '{"from":"uploads/x.txt","to":"uploads/sub/y.txt"}'),
+    { status: 200, json: { moved: 'uploads/x.txt', to: 'uploads/sub/y.txt' } },
+  ],
+  [
+    'refuses a move out of public/',
+    postJson('/api/move', '{"from":"public/readme.txt","to":"uploads/r.txt"}'),
+    denied('mode-not-permitted', 'body.from'),
+  ],
+  [
+    'refuses a move into public/',
+    postJson('/api/move', '{"from":"uploads/sub/y.txt","to":"public/y.txt"}'),
+    denied('mode-not-permitted', 'body.to'),
+  ],
+  [
+    'refuses a move onto an existing file',
+    postJson('/api/move', '{"from":"uploads/sub/y.txt","to":"uploads/hello.txt"}'),
+    failed(409, 'Conflict', 'already exists'),
+  ],
+  [
+    'refuses a move below a file',
+    postJson('/api/move', '{"from":"uploads/sub/y.txt","to":"uploads/hello.txt/y.txt"}'),
+    failed(409, 'Conflict', 'a parent is not a folder'),
+  ],
+  [
+    'refuses a move of secret.txt',
+    postJson('/api/move', '{"from":"secret.txt","to":"uploads/s.txt"}'),
+    denied('path-not-in-allowlist', 'body.from'),
+  ],
+  [
+    'deletes uploads/sub/y.txt',
+    { method: 'DELETE', path: '/files/uploads/sub/y.txt' },
+    { status: 200, json: { deleted: 'uploads/sub/y.txt' } },
+  ],
+  [
+    'a deleted file is gone',
+    { method: 'DELETE', path: '/files/uploads/sub/y.txt' },
+    failed(404, 'Not Found', 'no such file or folder'),
+  ],
+  [
+    'refuses a delete in public/',
+    { method: 'DELETE', path: '/files/public/readme.txt' },
+    denied('mode-not-permitted', 'params.*'),
+  ],
+  [
+    'refuses a traversal download',
+    { path: '/files/..%2F..%2Fsecret.txt' },
+    denied('path-not-in-allowlist', 'params.*'),
+  ],
+  [
+    'refuses secret.txt by name',
+    { path: '/files/secret.txt' },
+    denied('path-not-in-allowlist', 'params.*'),
+  ],
+  [
+    'refuses secret.txt from inside uploads/',
+    { path: '/files/uploads/..%2Fsecret.txt' },
+    denied('path-not-in-allowlist', 'params.*'),
+  ],
+  [
+    'refuses encoded dots',
+    { path: '/files/%2e%2e/secret.txt' },
+    denied('path-not-in-allowlist', 'params.*'),
+  ],
+  [
+    'refuses a link in uploads/ to secret.txt',
+    { path: '/files/uploads/link' },
+    denied('path-not-in-allowlist', 'params.*'),
+  ],
+  [
+    'refuses a listing of the root',
+    { path: '/api/list?dir=.' },
+    denied('path-not-in-allowlist', 'query.dir'),
+  ],
+  [
+    'refuses a listing above the root',
+    { path: '/api/list?dir=..%2F..' },
+    denied('path-not-in-allowlist', 'query.dir'),
+  ],
+  ['refuses a listing without dir', { path: '/api/list' }, denied('missing-path', 'query.dir')],
+  ['refuses an empty wildcard', { path: '/files/' }, denied('missing-path', 'params.*')],
+  [
+    'one dir at a time',
+    { path: '/api/list?dir=public&dir=uploads' },
+    failed(400, 'Bad Request', 'one path at a time'),
+  ],
+  [
+    'a folder is not a download',
+    { path: '/files/public/docs' },
+    failed(400, 'Bad Request', 'not a file'),
+  ],
+  [
+    'a missing file',
+    { path: '/files/public/nope.txt' },
+    failed(404, 'Not Found', 'no such file or folder'),
+  ],
+  ['bad JSON', postJson('/api/move', '{"from":'), failed(400, 'Bad Request', 'bad request')],
+  ['an empty JSON body', postJson('/api/move', ''), failed(400, 'Bad Request', 'bad request')],
+  [
+    'a JSON body that is not an object',
+    postJson('/api/move', '"uploads/hello.txt"'),
+    denied('missing-path', 'body.from'),
+  ],
+  [
+    'a JSON body without a content type',
+    {
+      method: 'POST',
+      path: '/api/move',
+      body: '{"from":"uploads/hello.txt","to":"uploads/h.txt"}',
+    },
+    failed(415, 'Unsupported Media Type', 'unsupported media type'),
+  ],
+  [
+    'a move without a body',
+    { method: 'POST', path: '/api/move', headers: { 'content-length': '0' } },
+    denied('missing-path', 'body.from'),
+  ],
+  [
+    'a body that is not JSON',
+    { method: 'POST', path: '/api/move', headers: { 'content-type': 'text/plain' }, body: 'x' },
+    failed(415, 'Unsupported Media Type', 'unsupported media type'),
+  ],
+  ['an unknown route', { path: '/nope' }, failed(404, 'Not Found', 'no such route')],
+  [
+    'uploads/ holds only what was allowed',
+    { path: '/api/list?dir=uploads' },
+    listed(['hello.txt', 'file', 34], ['link', 'file', 13], ['notes', 'dir', 0], ['sub', 'dir', 0]),
+  ],
+];
+
+function check(got: Got, expected: Expected): void {
+  expect(got.status).toBe(expected.status);
+  if ('json' in expected) {
+    expect(got.type).toMatch(/^application\/json/);
+    expect(JSON.parse(got.text)).toEqual(expected.json);
+  } else {
+    expect(got.type).toContain(expected.type);
+    if ('text' in expected) expect(got.text).toBe(expected.text);
+    else expect(got.text).toContain(expected.contains);
+  }
+}
+
+describe.each(EXAMPLES)('the $name example', (example) => {
+  let app: Running;
+  const answers: Got[] = [];
+
+  beforeAll(async () => {
+    app = await start(example);
+    // A link planted inside the allowlist, pointing out of it.
+    symlinkSync('../secret.txt', join(app.root, 'uploads', 'link'));
+  });
+  afterAll(() => app?.stop());
+
+  it.each(STEPS)('%s', async (_name, sent, expected) => {
+    const got = await send(app.port, sent);
+    answers.push(got);
+    check(got, expected);
+  });
+
+  it('never sent secret.txt, nor left a file where a request was refused', () => {
+    expect(answers.filter((got) => got.text.includes(SECRET))).toEqual([]);
+    expect(readFileSync(join(app.root, 'secret.txt'), 'utf8')).toContain(SECRET);
+    for (const name of [
+      '../pathgate-escape.txt',
+      'public/x.txt',
+      'uploads/big.bin',
+      'uploads/one.txt',
+    ]) {
+      expect(existsSync(join(app.root, name)), name).toBe(false);
+    }
+  });
+});
+
+// The command-line entry points, as `npm run example` starts them: a child
+// process with the default temp sandbox. The adapters come from their builds
+// (the root `npm run check` builds first).
+
+const ROOT_DIR = fileURLToPath(new URL('..', import.meta.url));
+const BANNER =
+  /pathgate example \((\w+)\) listening on (http:\/\/127\.0\.0\.1:\d+) — sandbox (\S+)/;
+
+function startChild(name: string): Promise<{ child: ChildProcess; url: string; root: string }> {
+  const env = { ...process.env };
+  delete env.PATHGATE_ROOT;
+  delete env.PORT;
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', `examples/${name}-files/server.ts`, '--port', '0'],
+    { cwd: ROOT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no banner after 15 s:\n${output}`));
+    }, 15_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = BANNER.exec(output);
+      if (!match?.[2] || !match[3]) return;
+      clearTimeout(timer);
+      expect(match[1]).toBe(name);
+      resolve({ child, url: match[2], root: match[3] });
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before listening:\n${output}`));
+    });
+  });
+}
+
+describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
+  it('starts on a seeded temp sandbox, guards it, and removes it on SIGTERM', async () => {
+    const { child, url, root } = await startChild(name);
+    try {
+      const port = Number(new URL(url).port);
+      expect(existsSync(join(root, 'public', 'readme.txt'))).toBe(true);
+      check(await send(port, { path: '/' }), PAGE);
+      check(await send(port, { path: '/files/public/readme.txt' }), {
+        status: 200,
+        text: README,
+        type: 'text/plain',
+      });
+      check(
+        await send(port, { path: '/files/..%2F..%2Fsecret.txt' }),
+        denied('path-not-in-allowlist', 'params.*'),
+      );
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+    expect(existsSync(root)).toBe(false);
+  }, 30_000);
+});

@@ -1,0 +1,111 @@
+// The two runnable examples, started in this process on a fresh seeded sandbox,
+// and a raw HTTP client: paths are sent exactly as written (`..%2F` stays).
+import { rmSync } from 'node:fs';
+import http from 'node:http';
+import { listen as listenExpress } from '../examples/express-files/app.js';
+import { listen as listenFastify } from '../examples/fastify-files/app.js';
+import type { Started } from '../examples/shared/run.js';
+import { createSandbox } from '../examples/shared/sandbox.js';
+
+export const EXAMPLES = [
+  { name: 'fastify', listen: listenFastify },
+  { name: 'express', listen: listenExpress },
+] as const;
+
+export type Example = (typeof EXAMPLES)[number];
+
+export interface Running {
+  url: string;
+  port: number;
+  root: string;
+  stop(): Promise<void>;
+}
+
+/** Listens on a free port of 127.0.0.1 over a new sandbox; `stop` closes it and removes the sandbox. */
+export async function start(example: Example): Promise<Running> {
+  const root = createSandbox();
+  let server: Started;
+  try {
+    server = await example.listen(root, 0);
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    url: server.url,
+    port: Number(new URL(server.url).port),
+    root,
+    async stop() {
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Sent {
+  method?: string;
+  path: string;
+  headers?: http.OutgoingHttpHeaders;
+  body?: Buffer | string;
+}
+
+export interface Got {
+  status: number;
+  type: string;
+  text: string;
+}
+
+export function send(port: number, sent: Sent): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: sent.path,
+      method: sent.method ?? 'GET',
+      headers: sent.headers,
+      agent: false,
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: String(res.headers['content-type'] ?? ''),
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(sent.body);
+  });
+}
+
+/** A JSON POST. */
+export const postJson = (path: string, json: string): Sent => ({
+  method: 'POST',
+  path,
+  headers: { 'content-type': 'application/json' },
+  body: json,
+});
+
+/** A multipart POST of files, each `[field, filename, content]`, with the filename sent exactly as given. */
+export function postFiles(path: string, ...files: [string, string, string | Buffer][]): Sent {
+  const boundary = '----pathgate-example-test';
+  const parts = files.flatMap(([field, filename, content]) => [
+    Buffer.from(
+      `--${boundary}\r\ncontent-disposition: form-data; name="${field}"; filename="${filename}"\r\n` +
+        'content-type: application/octet-stream\r\n\r\n',
+    ),
+    Buffer.from(content),
+    Buffer.from('\r\n'),
+  ]);
+  const body = Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]);
+  return {
+    method: 'POST',
+    path,
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body,
+  };
+}
