@@ -16,10 +16,27 @@ const MALFORMED = new Set([
   'Malformed content type',
 ]);
 
+/** multer's limit errors (a MulterError's `code`): too much of something, a 413. */
+const TOO_LARGE = new Set([
+  'LIMIT_PART_COUNT',
+  'LIMIT_FILE_SIZE',
+  'LIMIT_FILE_COUNT',
+  'LIMIT_FIELD_KEY',
+  'LIMIT_FIELD_VALUE',
+  'LIMIT_FIELD_COUNT',
+]);
+
+function clientStatus(error: Error): number | undefined {
+  if (MALFORMED.has(error.message)) return 400;
+  if (error.name !== 'MulterError') return undefined;
+  const { code } = error as Error & { code?: unknown };
+  return typeof code === 'string' && TOO_LARGE.has(code) ? 413 : 400;
+}
+
 function withClientStatus(error: unknown): unknown {
-  if (error instanceof Error && MALFORMED.has(error.message) && !('status' in error)) {
-    Object.assign(error, { status: 400, statusCode: 400, expose: true });
-  }
+  if (!(error instanceof Error) || 'status' in error) return error;
+  const status = clientStatus(error);
+  if (status !== undefined) Object.assign(error, { status, statusCode: status, expose: true });
   return error;
 }
 

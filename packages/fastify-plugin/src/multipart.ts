@@ -10,7 +10,7 @@ interface Part {
   type?: unknown;
   fieldname: string;
   filename: unknown;
-  file?: { destroy(): unknown };
+  file?: { destroy(): unknown; on?(event: 'error', listener: (error: unknown) => void): unknown };
   fields?: Record<string, unknown>;
   pathgatePath?: string;
 }
@@ -22,6 +22,32 @@ interface MultipartMethods {
   file?: (options?: unknown) => Promise<Part | undefined>;
   saveRequestFiles?: (options?: unknown) => Promise<{ files: Part[] }>;
   cleanRequestFiles?: () => Promise<void>;
+}
+
+/** busboy's errors for a malformed body carry no status: the client's fault, a 400, not a 500. */
+const MALFORMED = [
+  'Multipart: Boundary not found',
+  'Unexpected end of multipart data',
+  'terminated early due to unexpected end of multipart data',
+  'The needle cannot have a length bigger than 256.',
+];
+
+function withClientStatus(error: unknown): unknown {
+  if (error instanceof Error && !('statusCode' in error)) {
+    if (MALFORMED.some((message) => error.message.endsWith(message))) {
+      Object.assign(error, { statusCode: 400 });
+    }
+  }
+  return error;
+}
+
+/** Iterates multipart's own iterator, giving its malformed-body errors a 400. */
+async function* clientErrors<T>(parts: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* parts;
+  } catch (error) {
+    throw withClientStatus(error);
+  }
 }
 
 /** A file part that never went through the guard. */
@@ -76,6 +102,8 @@ class PartChecks {
     checked.add(part);
     const result = this.state.guard.checkFile(part.fieldname, part.filename);
     if (result.ok) {
+      // A body that ends mid-part fails the part's stream in the handler's hands: a 400 too.
+      part.file?.on?.('error', withClientStatus);
       part.pathgatePath = result.file.path;
       this.state.info.files.push(result.file);
       return;
@@ -129,7 +157,7 @@ export function guardMultipart(
   const checks = new PartChecks(request, reply, state, settings);
   methods.parts = async function* pathgateParts(options) {
     checks.sticky();
-    for await (const part of parts.call(request, options)) {
+    for await (const part of clientErrors(parts.call(request, options))) {
       if (part.type !== 'field') checks.file(part);
       yield part;
     }
@@ -138,7 +166,7 @@ export function guardMultipart(
   if (typeof files === 'function') {
     methods.files = async function* pathgateFiles(options) {
       checks.sticky();
-      for await (const part of files.call(request, options)) {
+      for await (const part of clientErrors(files.call(request, options))) {
         checks.file(part);
         yield part;
       }
@@ -149,7 +177,9 @@ export function guardMultipart(
     // Only the first file: the rest of the body is never parsed.
     methods.file = async function pathgateFile(options) {
       checks.sticky();
-      const part = await file.call(request, options);
+      const part = await file.call(request, options).catch((error) => {
+        throw withClientStatus(error);
+      });
       if (part) checks.file(part);
       else checks.end();
       return part;
