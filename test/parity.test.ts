@@ -1,11 +1,6 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { denyBody, type GuardDenyReason, type PathSpec, PermissionPolicy } from '@pathgate/core';
-import { pathgate as expressGate } from '@pathgate/express';
-import { pathgate as fastifyGate } from '@pathgate/fastify';
-import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { denyBody, type GuardDenyReason, PermissionPolicy } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Apps, type Route, type Sent, send, startApps } from './apps.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
 // same requests, over real HTTP on 127.0.0.1, must get the same status and
@@ -22,14 +17,6 @@ const policy = new PermissionPolicy({
     return path;
   },
 });
-
-interface Route {
-  method: 'GET' | 'POST';
-  /** Fastify syntax; a trailing `*` is the wildcard, param `*` in both apps. */
-  url: string;
-  mode: 'read' | 'write';
-  paths: PathSpec[];
-}
 
 const ROUTES: readonly Route[] = [
   { method: 'GET', url: '/files/*', mode: 'read', paths: [{ params: '*' }] },
@@ -51,76 +38,6 @@ const ROUTES: readonly Route[] = [
   { method: 'POST', url: '/under', mode: 'write', paths: [{ body: 'name', under: 'uploads' }] },
   { method: 'POST', url: '/list', mode: 'write', paths: [{ body: 'paths' }] },
 ];
-
-/** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
-const expressPath = (url: string) => url.replace(/\*$/, '*"*"');
-
-function buildExpress(): express.Express {
-  const gate = expressGate({ policy });
-  const app = express();
-  app.use(express.json());
-  for (const route of ROUTES) {
-    const method = route.method === 'GET' ? 'get' : 'post';
-    app[method](expressPath(route.url), gate[route.mode](...route.paths), (req, res) => {
-      res.json({ pathgate: req.pathgate });
-    });
-  }
-  return app;
-}
-
-async function buildFastify(): Promise<FastifyInstance> {
-  const app = Fastify();
-  await app.register(fastifyGate, { policy });
-  for (const route of ROUTES) {
-    app.route({
-      method: route.method,
-      url: route.url,
-      config: { pathgate: { mode: route.mode, paths: route.paths } },
-      handler: async (request) => ({ pathgate: request.pathgate }),
-    });
-  }
-  return app;
-}
-
-interface Sent {
-  method?: string;
-  path: string;
-  headers?: http.OutgoingHttpHeaders;
-  json?: string;
-}
-
-interface Got {
-  status: number;
-  body: unknown;
-}
-
-function send(port: number, sent: Sent): Promise<Got> {
-  return new Promise((resolve, reject) => {
-    const body = sent.json === undefined ? undefined : Buffer.from(sent.json);
-    const headers = {
-      ...sent.headers,
-      ...(body ? { 'content-type': 'application/json', 'content-length': body.length } : {}),
-    };
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      path: sent.path,
-      method: sent.method ?? 'GET',
-      headers,
-      agent: false,
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** A request, and what both apps must answer: allowed, or denied with this reason and label. */
 type Case = readonly [string, Sent, 'allow' | readonly [GuardDenyReason, string]];
@@ -248,31 +165,21 @@ const CASES: readonly Case[] = [
   ['index past the end', post('/deep', '{"files":[]}'), ['missing-path', 'body.files.0.path']],
 ];
 
-let fastify: FastifyInstance;
-let expressServer: http.Server;
-const ports = { fastify: 0, express: 0 };
+let apps: Apps;
 
 beforeAll(async () => {
-  fastify = await buildFastify();
-  await fastify.listen({ port: 0, host: '127.0.0.1' });
-  ports.fastify = (fastify.server.address() as AddressInfo).port;
-  expressServer = await new Promise<http.Server>((resolve) => {
-    const server = buildExpress().listen(0, '127.0.0.1', () => resolve(server));
-  });
-  ports.express = (expressServer.address() as AddressInfo).port;
+  apps = await startApps({ policy, routes: ROUTES });
 });
 
 afterAll(async () => {
-  await fastify.close();
-  expressServer.closeAllConnections();
-  await new Promise((resolve) => expressServer.close(resolve));
+  await apps.close();
 });
 
 describe('Fastify and Express answer alike', () => {
   it.each(CASES)('%s', async (_name, sent, expected) => {
     const [fromFastify, fromExpress] = await Promise.all([
-      send(ports.fastify, sent),
-      send(ports.express, sent),
+      send(apps.fastify.port, sent),
+      send(apps.express.port, sent),
     ]);
     expect(fromExpress).toEqual(fromFastify);
     if (expected === 'allow') {

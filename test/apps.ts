@@ -1,0 +1,277 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import multipart from '@fastify/multipart';
+import type { FsAccessMode, PathDenial, PathSpec, PermissionPolicy } from '@pathgate/core';
+import { pathgate as expressGate } from '@pathgate/express';
+import { pathgate as fastifyGate } from '@pathgate/fastify';
+import express from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
+import multer from 'multer';
+
+// Shared by the cross-package HTTP tests (parity, attack corpus, fuzzing):
+// one route table and one policy → a Fastify app and an Express app on
+// 127.0.0.1, and raw clients that send paths, headers and bodies byte for
+// byte, so encodings reach each router untouched.
+
+export const FRAMEWORKS = ['fastify', 'express'] as const;
+export type Framework = (typeof FRAMEWORKS)[number];
+
+export interface Route {
+  method: 'GET' | 'POST';
+  /** Fastify syntax; a trailing `*` is the wildcard, param `*` in both apps. */
+  url: string;
+  mode: FsAccessMode;
+  paths: PathSpec[];
+}
+
+/** What the framework handed over, as the handler (or pathgate's onDeny) sees it. */
+export interface Handed {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+  headers: http.IncomingHttpHeaders;
+}
+
+export interface AppOptions {
+  policy: PermissionPolicy;
+  routes: readonly Route[];
+  /** Called by every handler, so only once pathgate allowed the request. */
+  onHandle?: (framework: Framework, handed: Handed) => void;
+  /** Called by pathgate's onDeny on every deny; the 403 body stays pathgate's. */
+  onDeny?: (framework: Framework, denial: PathDenial, handed: Handed) => void;
+}
+
+/** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
+export const expressPath = (url: string) => url.replace(/\*$/, '*"*"');
+
+const takesFiles = (route: Route) => route.paths.some((spec) => spec.file !== undefined);
+
+/**
+ * Every handler answers `{ pathgate }`: the canonical paths pathgate checked.
+ * Uploads go through the gate's multer (memory storage: nothing is written),
+ * after the gate, as its README says.
+ */
+export function buildExpress(options: AppOptions): express.Express {
+  const handed = (req: express.Request): Handed => ({
+    params: req.params,
+    query: req.query,
+    body: req.body,
+    headers: req.headers,
+  });
+  const gate = expressGate({
+    policy: options.policy,
+    onDeny: (denial, req) => {
+      options.onDeny?.('express', denial, handed(req));
+    },
+  });
+  const upload = gate.multer({ storage: multer.memoryStorage() });
+  const app = express();
+  app.use(express.json());
+  for (const route of options.routes) {
+    const method = route.method === 'GET' ? 'get' : 'post';
+    const files = takesFiles(route) ? [upload.any()] : [];
+    app[method](expressPath(route.url), gate[route.mode](...route.paths), ...files, (req, res) => {
+      options.onHandle?.('express', handed(req));
+      res.json({ pathgate: req.pathgate });
+    });
+  }
+  // The framework's own refusals (a bad escape, bad JSON) as JSON, without logging a stack.
+  app.use(((error, _req, res, next) => {
+    if (res.headersSent) return next(error);
+    const status = Number(error?.status ?? error?.statusCode ?? 500);
+    res.status(status).json({ statusCode: status, message: String(error?.message) });
+  }) as express.ErrorRequestHandler);
+  return app;
+}
+
+/**
+ * The same routes in Fastify. Uploads: @fastify/multipart with
+ * `attachFieldsToBody` (every part is checked before the handler runs) and
+ * `preservePath` (busboy would cut `../x` to `x`; multer in the Express app
+ * keeps it too).
+ */
+export async function buildFastify(options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify();
+  await app.register(fastifyGate, {
+    policy: options.policy,
+    onDeny: (denial, request) => {
+      const { params, query, body, headers } = request;
+      options.onDeny?.('fastify', denial, { params, query, body, headers });
+    },
+  });
+  if (options.routes.some(takesFiles)) {
+    await app.register(multipart, { attachFieldsToBody: true, preservePath: true });
+  }
+  for (const route of options.routes) {
+    app.route({
+      method: route.method,
+      url: route.url,
+      config: { pathgate: { mode: route.mode, paths: route.paths } },
+      handler: async (request) => {
+        const { params, query, body, headers } = request;
+        options.onHandle?.('fastify', { params, query, body, headers });
+        return { pathgate: request.pathgate };
+      },
+    });
+  }
+  return app;
+}
+
+export interface Listening {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export type Apps = Record<Framework, Listening> & { close(): Promise<void> };
+
+/** Both apps from one route table, listening on 127.0.0.1; `close` closes both. */
+export async function startApps(options: AppOptions): Promise<Apps> {
+  const fastify = await buildFastify(options);
+  await fastify.listen({ port: 0, host: '127.0.0.1' });
+  const fromFastify: Listening = {
+    port: (fastify.server.address() as AddressInfo).port,
+    close: () => fastify.close(),
+  };
+  let server: http.Server;
+  try {
+    server = await new Promise<http.Server>((resolve, reject) => {
+      const s = buildExpress(options).listen(0, '127.0.0.1', () => resolve(s));
+      s.on('error', reject);
+    });
+  } catch (error) {
+    await fastify.close();
+    throw error;
+  }
+  const fromExpress: Listening = {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return {
+    fastify: fromFastify,
+    express: fromExpress,
+    close: async () => {
+      await Promise.all([fromFastify.close(), fromExpress.close()]);
+    },
+  };
+}
+
+export interface Sent {
+  method?: string;
+  /** The request target, sent as is (latin1 bytes): `%00`, `%c0%ae`, `..` reach the router untouched. */
+  path: string;
+  /** Header values are sent as latin1 bytes; an array sends the header once per element. */
+  headers?: http.OutgoingHttpHeaders;
+  /** JSON text, sent with `content-type: application/json`. */
+  json?: string;
+  /** A raw body: give its content-type in `headers`. */
+  body?: Buffer;
+}
+
+export interface Got {
+  status: number;
+  /** The parsed JSON body, or undefined when the body is not JSON. */
+  body: unknown;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One request with node:http (no agent, no URL normalization). */
+export function send(port: number, sent: Sent): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const body = sent.json === undefined ? sent.body : Buffer.from(sent.json);
+    const headers = {
+      ...(sent.json === undefined ? {} : { 'content-type': 'application/json' }),
+      ...sent.headers,
+      ...(body ? { 'content-length': body.length } : {}),
+    };
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: sent.path,
+      method: sent.method ?? 'GET',
+      headers,
+      agent: false,
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        resolve({
+          status: res.statusCode ?? 0,
+          body: parseJson(Buffer.concat(chunks).toString('utf8')),
+        });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * A request written byte for byte on a plain socket, for what node:http
+ * refuses to send (a NUL in a header value). `head` is latin1 text: the
+ * request line and header lines, without the blank line.
+ */
+export function sendBytes(port: number, head: string): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const [, code] = /^HTTP\/1\.1 (\d{3})/.exec(text) ?? [];
+      const split = text.indexOf('\r\n\r\n');
+      const rest = split === -1 ? '' : text.slice(split + 4);
+      resolve({
+        status: Number(code ?? 0),
+        body: parseJson(Buffer.from(rest, 'latin1').toString('utf8')),
+      });
+    });
+    socket.end(Buffer.from(`${head}\r\nconnection: close\r\n\r\n`, 'latin1'));
+  });
+}
+
+/** The 403 body both adapters send, as the README writes it: it names the spec, never the value. */
+export function forbidden(reason: string, label: string): object {
+  return {
+    statusCode: 403,
+    code: 'PATHGATE_DENIED',
+    error: 'Forbidden',
+    message: `${label}: path denied (${reason})`,
+    reason,
+  };
+}
+
+export const BOUNDARY = '----pathgate-corpus-7MA4YWxkTrZu0gW';
+export const MULTIPART_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
+
+/**
+ * A multipart body with one small file part per Content-Disposition: each is
+ * the raw text after `form-data; `, as latin1 (so UTF-8, NUL and `\` go out
+ * as the bytes written).
+ */
+export function multipartBody(dispositions: readonly string[]): Buffer {
+  const chunks: Buffer[] = [];
+  for (const disposition of dispositions) {
+    chunks.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; ${disposition}\r\nContent-Type: application/octet-stream\r\n\r\ndata\r\n`,
+        'latin1',
+      ),
+    );
+  }
+  chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,439 @@
+import { checkFs, isInside, type PathDenial } from '@pathgate/core';
+import fc from 'fast-check';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type Apps,
+  FRAMEWORKS,
+  type Framework,
+  forbidden,
+  type Got,
+  type Handed,
+  MULTIPART_TYPE,
+  multipartBody,
+  type Sent,
+  send,
+  startApps,
+} from './apps.js';
+import {
+  decide,
+  type FilePart,
+  LOCATIONS,
+  type LocationName,
+  pathsOf,
+  policy,
+  ROOT,
+  ROUTES,
+} from './attack-corpus.js';
+
+// Fuzzing over HTTP: fast-check builds paths from traversal pieces (dots,
+// slashes, backslashes, percent text, NUL, look-alike dots and slashes,
+// combining marks, astral characters, `~`), encodes them for the wire in
+// varying ways, and sends them as a wildcard or named param, a header,
+// repeated query keys, JSON bodies of arbitrary shape and multipart filenames
+// to one Fastify and one Express server, open for the whole property. Each answer (status, body
+// and reason) must be the core's decision for the value the framework hands
+// over; the handler runs only on allow, and every path it gets lies inside
+// the root and passes an independent `checkFs`.
+
+const RUNS = 250;
+
+/** Allowed and denied answers in the current property: both must occur, or it proved little. */
+const tally = { allow: 0, deny: 0 };
+
+const calls: Record<Framework, number> = { fastify: 0, express: 0 };
+const handed: Record<Framework, Handed[]> = { fastify: [], express: [] };
+const denials: Record<Framework, PathDenial[]> = { fastify: [], express: [] };
+let apps: Apps;
+
+beforeAll(async () => {
+  apps = await startApps({
+    policy,
+    routes: ROUTES,
+    onHandle: (framework, values) => {
+      calls[framework] += 1;
+      handed[framework].push(values);
+    },
+    onDeny: (framework, denial, values) => {
+      denials[framework].push(denial);
+      handed[framework].push(values);
+    },
+  });
+});
+
+afterAll(async () => {
+  await apps?.close();
+});
+
+// ---- values -------------------------------------------------------------------
+
+const PIECES = [
+  '.',
+  '..',
+  '/',
+  '\\',
+  '%2e',
+  '%2f',
+  '%2E%2E',
+  '%252e',
+  '%00',
+  '\0',
+  '\uFF0E', // fullwidth full stop
+  '\u2024', // one dot leader
+  '\uFE52', // small full stop
+  '\uFF0F', // fullwidth solidus
+  '\u2215', // division slash
+  '\u0301', // combining acute
+  '\u0338', // combining long solidus overlay
+  'e\u0301',
+  '\u00e9',
+  '\u212B', // angstrom sign (NFC: Å)
+  '\u{1F600}',
+  '\u{10FFFD}',
+  '~',
+  ' ',
+  '%',
+  '+',
+  ';',
+  ':',
+  '?',
+  '#',
+  '&',
+  '=',
+  'a',
+  'b.png',
+  'public',
+  'uploads',
+  '.env',
+  'etc',
+  'passwd',
+  'C:',
+] as const;
+
+const piece = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(...PIECES) },
+  { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 2 }) },
+);
+
+/** A path from traversal pieces, often starting inside an allowed folder. */
+const pathText = (extra: fc.Arbitrary<string> = piece) =>
+  fc
+    .tuple(
+      fc.constantFrom('', '', 'public/', 'uploads/', '/srv/root/uploads/', '../', '/'),
+      fc.array(extra, { maxLength: 12 }),
+    )
+    .map(([start, rest]) => start + rest.join(''));
+
+/** Per-character choices: encode a character that could go literally. */
+const flags = fc.array(fc.boolean(), { minLength: 1, maxLength: 16 });
+
+const pctBytes = (ch: string) =>
+  Array.from(
+    Buffer.from(ch, 'utf8'),
+    (b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+  ).join('');
+
+/** Encodes for a request target: characters in `safe` go literally unless their flag says otherwise. */
+function encode(value: string, safe: RegExp, choices: readonly boolean[], space = pctBytes(' ')) {
+  let out = '';
+  let i = 0;
+  for (const ch of value) {
+    const encoded = choices[i++ % choices.length];
+    if (ch === ' ') out += encoded ? '%20' : space;
+    else out += safe.test(ch) && !encoded ? ch : pctBytes(ch);
+  }
+  return out;
+}
+
+const PATH_SAFE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/\\]$/;
+const QUERY_SAFE = /^[A-Za-z0-9\-._~!$'()*,;:@/\\?]$/;
+
+// ---- one request, both checks -------------------------------------------------
+
+/**
+ * Sends the request and checks the adapter's answer against the core's
+ * decision for `value` at `at`; `handedValue` reads back what the framework
+ * handed over (to check the generated encoding reached it intact).
+ */
+async function agree(
+  framework: Framework,
+  at: LocationName,
+  value: unknown,
+  sent: Sent,
+  handedValue?: (h: Handed) => unknown,
+): Promise<void> {
+  handed[framework].length = 0;
+  denials[framework].length = 0;
+  const before = calls[framework];
+  const got: Got = await send(apps[framework].port, sent);
+  if (handedValue) expect(handed[framework].map(handedValue)).toEqual([value]);
+  const decision = decide(at, value);
+  const { mode } = LOCATIONS[at].route;
+  if (decision.status === 403) {
+    tally.deny += 1;
+    expect(got).toEqual({
+      status: 403,
+      body: forbidden(decision.denial.reason, decision.denial.label),
+    });
+    expect(calls[framework] - before).toBe(0);
+    expect(denials[framework].map((d) => [d.reason, d.label, d.result?.path])).toEqual([
+      [decision.denial.reason, decision.denial.label, decision.denial.result?.path],
+    ]);
+    return;
+  }
+  tally.allow += 1;
+  expect(got).toEqual({ status: 200, body: { pathgate: decision.info } });
+  expect(calls[framework] - before).toBe(1);
+  for (const path of [pathsOf(at, decision.info)].flat() as string[]) {
+    // An independent look at what the handler got.
+    expect(isInside(path, ROOT)).toBe(true);
+    expect(checkFs(policy, path, mode).outcome).toBe('allow');
+  }
+}
+
+/** A request the framework refuses before pathgate runs: that status, no deny, no handler. */
+async function refusedBefore(framework: Framework, sent: Sent, status: number): Promise<void> {
+  denials[framework].length = 0;
+  const before = calls[framework];
+  const got = await send(apps[framework].port, sent);
+  expect(got.status).toBe(status);
+  expect(calls[framework] - before).toBe(0);
+  expect(denials[framework]).toEqual([]);
+}
+
+const own = (from: unknown, key: string): unknown =>
+  Object.hasOwn(from as object, key) ? (from as Record<string, unknown>)[key] : undefined;
+
+// ---- JSON shapes ------------------------------------------------------------------
+
+/** A JSON value as written: objects keep their entries in order, duplicates and `__proto__` included. */
+type Json =
+  | string
+  | number
+  | boolean
+  | null
+  | readonly Json[]
+  | { readonly entries: readonly (readonly [string, Json])[] };
+
+const JSON_PIECES = fc.oneof(
+  { weight: 8, arbitrary: piece },
+  { weight: 1, arbitrary: fc.constantFrom('\uD800', '\uDC00', '\uDBFF\uDFFF') },
+);
+const KEYS = fc.constantFrom(
+  'path',
+  'path',
+  'files',
+  '__proto__',
+  'constructor',
+  'prototype',
+  '0',
+  'a',
+);
+
+const { json: jsonValue } = fc.letrec<{ json: Json; object: Json }>((tie) => ({
+  json: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 4, arbitrary: pathText(JSON_PIECES) },
+    { weight: 1, arbitrary: fc.constantFrom<Json>(null, true, false, 0, 42, -1.5, 1e308) },
+    { weight: 2, arbitrary: fc.array(tie('json'), { maxLength: 3 }) },
+    { weight: 2, arbitrary: tie('object') },
+  ),
+  object: fc
+    .array(fc.tuple(KEYS, tie('json')), { maxLength: 4 })
+    .map((entries) => ({ entries }) as Json),
+}));
+
+/** Path values, often a string or a list inside `uploads/` (the one writable folder). */
+const selectedValue: fc.Arbitrary<Json> = fc.oneof(
+  { weight: 2, arbitrary: jsonValue },
+  { weight: 2, arbitrary: pathText(JSON_PIECES).map((v) => `uploads/${v}`) },
+  {
+    weight: 1,
+    arbitrary: fc.array(
+      pathText(JSON_PIECES).map((v) => `uploads/${v}`),
+      { minLength: 1, maxLength: 3 },
+    ),
+  },
+);
+
+/** A route and a body shaped around its selector (`path`, or `files[0].path`), or any shape at all. */
+const jsonRequest = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(selectedValue, fc.array(fc.tuple(KEYS, jsonValue), { maxLength: 2 }))
+      .map(([v, more]) => ({
+        at: 'json' as const,
+        body: { entries: [['path', v], ...more] } as Json,
+      })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.tuple(selectedValue, fc.array(jsonValue, { maxLength: 2 })).map(([v, rest]) => ({
+      at: 'json-deep' as const,
+      body: { entries: [['files', [{ entries: [['path', v]] }, ...rest]]] } as Json,
+    })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      at: fc.constantFrom('json' as const, 'json-deep' as const),
+      body: jsonValue,
+    }),
+  },
+);
+
+function toJson(value: Json): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(toJson).join(',')}]`;
+  const { entries } = value as { entries: readonly (readonly [string, Json])[] };
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${toJson(v)}`).join(',')}}`;
+}
+
+/** Fastify's JSON parser (secure-json-parse) refuses own `__proto__` keys and `constructor.prototype`. */
+function fastifyRefuses(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (Object.hasOwn(value, '__proto__')) return true;
+  const ctor = own(value, 'constructor');
+  if (typeof ctor === 'object' && ctor !== null && Object.hasOwn(ctor, 'prototype')) return true;
+  return Object.values(value).some(fastifyRefuses);
+}
+
+// ---- the properties --------------------------------------------------------------
+
+describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
+  beforeEach(() => {
+    tally.allow = 0;
+    tally.deny = 0;
+  });
+
+  afterEach(({ task }) => {
+    if (task.result?.state !== 'pass') return;
+    expect(tally.allow, 'allowed runs').toBeGreaterThan(RUNS / 20);
+    expect(tally.deny, 'denied runs').toBeGreaterThan(RUNS / 20);
+  });
+
+  it('for a wildcard param and a param joined under public', async () => {
+    // An empty param is a corpus row (Express: no route); Fastify caps a named param at 100 characters.
+    const target = fc
+      .tuple(fc.constantFrom<LocationName>('param', 'param-under'), pathText(), flags)
+      .map(([at, value, choices]) => {
+        const safe = at === 'param' ? PATH_SAFE : /^[A-Za-z0-9\-._~!$&'()*+,;=:@\\]$/;
+        return { at, value, raw: encode(value, safe, choices) };
+      })
+      .filter(({ at, value, raw }) => value !== '' && (at === 'param' || raw.length <= 100));
+    await fc.assert(
+      fc.asyncProperty(target, async ({ at, value, raw }) => {
+        const { url } = LOCATIONS[at].route;
+        const sent = { path: `${url.slice(0, url.lastIndexOf('/') + 1)}${raw}` };
+        // Express 5 hands a named wildcard over as its segments; the adapter joins them.
+        const key = LOCATIONS[at].key;
+        const param = (h: Handed) => [own(h.params, key)].flat().join('/');
+        await agree(framework, at, value, sent, param);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('for a header', async () => {
+    // Header values are latin1 bytes, never decoded; node trims spaces and tabs around them.
+    const ascii = fc.constantFrom(...PIECES.filter((p) => /^[\x20-\x7e]+$/.test(p)));
+    await fc.assert(
+      fc.asyncProperty(
+        pathText(ascii).filter((v) => !/^[ \t]|[ \t]$/.test(v)),
+        async (value) => {
+          const sent = { path: '/h', headers: { 'x-file': value } };
+          await agree(framework, 'header', value, sent, (h) => own(h.headers, 'x-file'));
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('for a query string with repeated and look-alike keys', async () => {
+    const key = fc.oneof(
+      { weight: 4, arbitrary: fc.constant('path') },
+      { weight: 1, arbitrary: fc.constant('%70ath') },
+      { weight: 2, arbitrary: fc.constantFrom('other', 'path[]', 'PATH', '__proto__', 'path.0') },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(key, pathText()), { maxLength: 4 }),
+        flags,
+        async (pairs, choices) => {
+          const text = pairs
+            .map(([k, v]) => `${k}=${encode(v, QUERY_SAFE, choices, '+')}`)
+            .join('&');
+          const values = pairs.filter(([k]) => k === 'path' || k === '%70ath').map(([, v]) => v);
+          const value = values.length <= 1 ? values[0] : values;
+          const sent = { path: text === '' ? '/q' : `/q?${text}` };
+          await agree(framework, 'query', value, sent, (h) => own(h.query, 'path'));
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('for JSON bodies of any shape around the selected key', async () => {
+    await fc.assert(
+      fc.asyncProperty(jsonRequest, async ({ at, body }) => {
+        const text = toJson(body);
+        const value: unknown = JSON.parse(text);
+        const sent = { method: 'POST', path: LOCATIONS[at].route.url, json: text };
+        // Both are corpus rows: Fastify refuses prototype keys, express.json() a top-level primitive.
+        if (framework === 'fastify' && fastifyRefuses(value)) {
+          await refusedBefore(framework, sent, 400);
+        } else if (framework === 'express' && (typeof value !== 'object' || value === null)) {
+          await refusedBefore(framework, sent, 400);
+        } else {
+          await agree(framework, at, value, sent, (h) => h.body);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('for multipart filenames', async () => {
+    // No raw NUL in filename="…": busboy 1 (multer) refuses the header (a corpus row).
+    const part = fc.record({
+      field: fc.constantFrom('upload', 'upload', 'upload', 'other'),
+      filename: pathText(),
+      quoted: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(part, { minLength: 1, maxLength: 3 }), async (parts) => {
+        const sent = parts.map(({ field, filename, quoted }) => {
+          if (quoted && !/["\0\r\n]/.test(filename)) {
+            const text = Buffer.from(filename.replaceAll('\\', '\\\\'), 'utf8').toString('latin1');
+            return {
+              field,
+              filename,
+              star: false,
+              disposition: `name="${field}"; filename="${text}"`,
+            };
+          }
+          const text = encode(filename, /^[A-Za-z0-9\-._~]$/, [false]);
+          return {
+            field,
+            filename,
+            star: true,
+            disposition: `name="${field}"; filename*=UTF-8''${text}`,
+          };
+        });
+        // busboy 1 (multer) skips a part whose filename*= is empty, without an event (a corpus row).
+        const reaching = sent.filter(
+          (p) => framework === 'fastify' || !(p.star && p.filename === ''),
+        );
+        const value: FilePart[] = reaching.map(({ field, filename }) => [field, filename] as const);
+        const dispositions = sent.map((p) => p.disposition);
+        const request = {
+          method: 'POST',
+          path: '/upload',
+          headers: { 'content-type': MULTIPART_TYPE },
+          body: multipartBody(dispositions),
+        };
+        await agree(framework, 'multipart', value, request);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
