@@ -101,9 +101,15 @@ export function httpUpload(spec: UploadSpec): Promise<UploadOutcome> {
       for await (const chunk of bodyChunks(spec, counter)) {
         if (done || req.destroyed) return;
         if (!req.write(chunk)) {
-          await new Promise((next) => {
-            req.once('drain', next);
-            req.once('close', next);
+          await new Promise<void>((next) => {
+            // Whichever comes first; the other listener is removed so they do not pile up.
+            const go = () => {
+              req.off('drain', go);
+              req.off('close', go);
+              next();
+            };
+            req.once('drain', go);
+            req.once('close', go);
           });
         }
       }
