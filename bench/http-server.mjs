@@ -1,0 +1,140 @@
+// One server of the HTTP benchmark (bench/http.mjs): `node bench/http-server.mjs
+// <fastify|express> <bare|empty|hand|guarded>`. It serves both measured routes,
+// GET /files/<wildcard> and POST /move {from,to}; every handler answers the same
+// tiny JSON without touching the disk. Only the guard in front of the handler
+// differs between variants:
+//
+//   bare     nothing
+//   empty    an empty route-level preHandler (Fastify) or middleware (Express)
+//   hand     the same hook running path.resolve(root, p) + startsWith(root + '/')
+//   guarded  pathgate, through its adapter
+//
+// It listens on 127.0.0.1, port 0. Forked with an IPC channel, it sends
+// { port } to its parent, answers { type: 'cpu' } with its CPU time, and exits
+// when the channel closes (so it never outlives the harness). Run by hand, it
+// prints the port, for profiling: `node --cpu-prof bench/http-server.mjs fastify guarded`.
+import path from 'node:path';
+
+const [framework, variant] = process.argv.slice(2);
+const FRAMEWORKS = ['fastify', 'express'];
+const VARIANTS = ['bare', 'empty', 'hand', 'guarded'];
+if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant)) {
+  console.error(
+    `usage: node bench/http-server.mjs <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`,
+  );
+  process.exit(2);
+}
+
+// Nothing is read from the disk: the root need not exist.
+const ROOT = '/srv/sandbox';
+const ROOT_SLASH = `${ROOT}/`;
+const FS_RULES = ['./public/**', 'rw:./uploads/**'];
+const OK = { ok: true };
+const HAND_DENIED = { statusCode: 403, error: 'Forbidden', reason: 'outside-root' };
+
+/** The hand-written guard: the least a careful route does by itself. */
+const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).startsWith(ROOT_SLASH);
+
+async function fastifyServer() {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify();
+  const reply = (_request, rep) => {
+    rep.send(OK);
+  };
+  const deny = (rep) => {
+    rep.code(403).send(HAND_DENIED);
+  };
+  const hooks = {
+    bare: { param: {}, body: {} },
+    empty: {
+      param: { preHandler: (_request, _reply, done) => done() },
+      body: { preHandler: (_request, _reply, done) => done() },
+    },
+    hand: {
+      param: {
+        preHandler: (request, rep, done) => (inRoot(request.params['*']) ? done() : deny(rep)),
+      },
+      body: {
+        preHandler: (request, rep, done) => {
+          const body = request.body;
+          return inRoot(body?.from) && inRoot(body?.to) ? done() : deny(rep);
+        },
+      },
+    },
+    guarded: {
+      param: { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+      body: { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
+    },
+  }[variant];
+  if (variant === 'guarded') {
+    const { pathgate } = await import('@pathgate/fastify');
+    await app.register(pathgate, { root: ROOT, fs: FS_RULES });
+  }
+  app.get('/files/*', hooks.param, reply);
+  app.post('/move', hooks.body, reply);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { port: app.server.address().port, close: () => app.close() };
+}
+
+async function expressServer() {
+  const { default: express } = await import('express');
+  const app = express();
+  const json = express.json();
+  const reply = (_req, res) => {
+    res.json(OK);
+  };
+  const deny = (res) => {
+    res.status(403).json(HAND_DENIED);
+  };
+  const empty = (_req, _res, next) => next();
+  let middleware;
+  if (variant === 'bare') middleware = { param: [], body: [] };
+  if (variant === 'empty') middleware = { param: [empty], body: [empty] };
+  if (variant === 'hand') {
+    middleware = {
+      // Express 5 gives the named wildcard as its array of decoded segments.
+      param: [(req, res, next) => (inRoot(req.params.path.join('/')) ? next() : deny(res))],
+      body: [
+        (req, res, next) => {
+          const body = req.body;
+          return inRoot(body?.from) && inRoot(body?.to) ? next() : deny(res);
+        },
+      ],
+    };
+  }
+  if (variant === 'guarded') {
+    const { pathgate } = await import('@pathgate/express');
+    const gate = pathgate({ root: ROOT, fs: FS_RULES });
+    middleware = {
+      param: [gate.read({ params: 'path' })],
+      body: [gate.write({ body: 'from' }, { body: 'to' })],
+    };
+  }
+  app.get('/files/*path', ...middleware.param, reply);
+  app.post('/move', json, ...middleware.body, reply);
+  const server = await new Promise((resolve, reject) => {
+    const s = app.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve(s)));
+  });
+  return {
+    port: server.address().port,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+const server = await (framework === 'fastify' ? fastifyServer() : expressServer());
+
+if (process.send) {
+  process.on('message', (message) => {
+    if (message?.type === 'cpu') process.send({ type: 'cpu', usage: process.cpuUsage() });
+  });
+  // The harness went away (or closed the channel): nothing is left to serve.
+  process.on('disconnect', () => process.exit(0));
+  process.send({ type: 'ready', port: server.port });
+} else {
+  console.log(`${framework}/${variant} listening on http://127.0.0.1:${server.port}`);
+  // Ctrl-C by hand: close cleanly, so `--cpu-prof` writes its profile.
+  process.once('SIGINT', async () => {
+    await server.close();
+    process.exit(0);
+  });
+}
