@@ -5,7 +5,7 @@ import {
   canonicalizeValue,
   isWithin,
 } from './canonicalize.js';
-import { requireSelector, type Selector, select, selectedValues } from './selector.js';
+import { MISSING, requireSelector, type Selector, select, selectedValues } from './selector.js';
 
 type Resolve = CanonicalizeOptions['resolve'];
 
@@ -49,8 +49,8 @@ export function inside(
   const { compiled, within } = prepare('inside', selector, root, options);
   return (args) => {
     const selection = select(args, compiled);
-    if (!selection.present) return false;
-    const values = selectedValues(selection.value);
+    if (selection === MISSING) return false;
+    const values = selectedValues(selection);
     return values.length > 0 && values.every(within);
   };
 }
@@ -67,6 +67,6 @@ export function escapes(
   const { compiled, within } = prepare('escapes', selector, root, options);
   return (args) => {
     const selection = select(args, compiled);
-    return selection.present && selectedValues(selection.value).some((value) => !within(value));
+    return selection !== MISSING && selectedValues(selection).some((value) => !within(value));
   };
 }

@@ -8,7 +8,7 @@ import {
   type RouteGuardOptions,
 } from './route-spec.js';
 import { splitCanonical } from './segments.js';
-import { select, selectedValues } from './selector.js';
+import { MISSING, select, selectedValues } from './selector.js';
 
 /** Reasons a request is denied: the core's, plus the adapters' own two. */
 export type GuardDenyReason = DenyReason | 'missing-path' | 'unexpected-file';
@@ -50,6 +50,18 @@ export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
 export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
 
 const ALLOWED: GuardResult = { ok: true };
+
+/** Stores a checked path under its selector's text; `__proto__` must not hit the setter. */
+function record(target: Record<string, string | string[]>, key: string, paths: string | string[]) {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, {
+      value: paths,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  } else target[key] = paths;
+}
 
 const deny = (reason: GuardDenyReason, label: string, result?: CheckResult) => ({
   ok: false as const,
@@ -96,6 +108,25 @@ export class RouteGuard {
     return checkFs(this.policy, input, this.mode);
   }
 
+  /** One selected value, or each element of a selected array: the canonical path(s), or the deny. */
+  private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | GuardResult {
+    if (!Array.isArray(value)) return this.allowedPath(spec, value);
+    const paths: string[] = [];
+    for (const item of selectedValues(value)) {
+      const path = this.allowedPath(spec, item);
+      if (typeof path !== 'string') return path;
+      paths.push(path);
+    }
+    return paths;
+  }
+
+  private allowedPath(spec: CompiledSpec, value: unknown): string | GuardResult {
+    const result = this.checkValue(spec, value);
+    if (result === 'missing') return deny('missing-path', spec.label);
+    if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
+    return result.path;
+  }
+
   /**
    * Checks every declared value of params, query, body and headers; records
    * allowed paths in `info`. With `sources`, only the specs of those sources
@@ -111,27 +142,14 @@ export class RouteGuard {
       const source = spec.source as PathSource;
       if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as NonNullable<CompiledSpec['selector']>;
-      const selection = select(request[source], selector);
-      const value = selection.present ? selection.value : undefined;
-      const values = !selection.present || value === '' ? [] : selectedValues(value);
-      if (values.length === 0) {
+      const value = select(request[source], selector);
+      if (value === MISSING || value === '' || (Array.isArray(value) && value.length === 0)) {
         if (spec.optional) continue;
         return deny('missing-path', spec.label);
       }
-      const paths: string[] = [];
-      for (const item of values) {
-        const result = this.checkValue(spec, item);
-        if (result === 'missing') return deny('missing-path', spec.label);
-        if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
-        paths.push(result.path);
-      }
-      // defineProperty: a selector named `__proto__` must not hit the setter.
-      Object.defineProperty(info[source], selector.label, {
-        value: Array.isArray(value) ? paths : (paths[0] as string),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      const checked = this.checkSelected(spec, value);
+      if (typeof checked !== 'string' && !Array.isArray(checked)) return checked;
+      record(info[source], selector.label, checked);
     }
     return ALLOWED;
   }

@@ -7,10 +7,8 @@ export interface CompiledSelector {
   readonly label: string;
 }
 
-/** What a selector found: nothing, or a value (which may still fail to canonicalize). */
-export type Selection = { present: false } | { present: true; value: unknown };
-
-const MISSING: Selection = { present: false };
+/** What a selector finds when the value is missing (a value itself may be `undefined`: a hole). */
+export const MISSING: unique symbol = Symbol('pathgate.missing');
 const hasOwn = Object.prototype.hasOwnProperty;
 
 function isStep(step: unknown): step is string | number {
@@ -39,7 +37,7 @@ export function requireSelector(selector: unknown, what: string): CompiledSelect
  * prototype chain. A key holding `undefined` is missing; an in-bounds index
  * ending the selector selects its element even when it is a hole.
  */
-export function select(args: unknown, selector: CompiledSelector): Selection {
+export function select(args: unknown, selector: CompiledSelector): unknown {
   let current = args;
   for (const step of selector.steps) {
     if (typeof step === 'number') {
@@ -52,7 +50,7 @@ export function select(args: unknown, selector: CompiledSelector): Selection {
       if (current === undefined) return MISSING;
     }
   }
-  return { present: true, value: current };
+  return current;
 }
 
 /** The values to check: a selected array is checked element by element (holes included). */
