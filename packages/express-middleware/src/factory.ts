@@ -10,6 +10,7 @@ import { routeMiddleware } from './middleware.js';
 import { createMulter, type PathgateMulterOptions } from './multer.js';
 import { type PathgateOptions, readOptions } from './options.js';
 import { makeDeny } from './reply.js';
+import { valuesReader } from './route-values.js';
 import { type DiskStorageOptions, safeDiskStorage } from './storage.js';
 
 /** What `pathgate(options)` returns: per-route middleware makers sharing one policy. */
@@ -29,7 +30,7 @@ export interface Pathgate {
 /**
  * Builds the policy once (bad options throw a TypeError naming the option)
  * and returns the gate. A route's specs are checked when `read()` or
- * `write()` is called, never per request.
+ * `write()` is called, never per request; so is which request parts they read.
  */
 export function pathgate(options: PathgateOptions): Pathgate {
   const settings = readOptions(options);
@@ -41,7 +42,7 @@ export function pathgate(options: PathgateOptions): Pathgate {
     (...paths: PathSpec[]): RequestHandler => {
       routes += 1;
       const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`);
-      return routeMiddleware({ guard, deny, settings });
+      return routeMiddleware({ guard, values: valuesReader(paths), deny, settings });
     };
   const diskStorage = (storageOptions?: DiskStorageOptions) =>
     safeDiskStorage(policy.root, storageOptions);

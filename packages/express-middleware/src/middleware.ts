@@ -1,43 +1,32 @@
-import type { CheckedFile, PathSource, RequestValues, RouteGuard } from '@pathgate/core';
+import type { CheckedFile, PathSource, RouteGuard } from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
 import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { leaveRouteState, uploadFollows } from './route-state.js';
+import type { ValuesReader } from './route-values.js';
 
 /** Checked before a multipart body is read; its fields and files are checked after multer. */
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
 const NO_FILES: readonly CheckedFile[] = [];
 
 /**
- * Express 5 gives a named wildcard (`/files/*path`) as its array of decoded
- * segments: one path, so it is joined with `/` (never a list of paths).
+ * A multipart body that no parser has read yet. `req.is()` answers null for
+ * a request without a body (no transfer-encoding, no content-length), so a
+ * GET skips it: the same answer, without parsing the content type.
  */
-function joinedParams(params: Record<string, unknown>): Record<string, unknown> {
-  const joined: Record<string, unknown> = Object.create(null);
-  for (const key of Object.keys(params)) {
-    const value = params[key];
-    joined[key] = Array.isArray(value) ? value.join('/') : value;
-  }
-  return joined;
-}
-
-/** `req.query` is a getter that parses the URL on every read: read it once. */
-function requestValues(req: Request): RequestValues {
-  return {
-    params: joinedParams(req.params),
-    query: req.query,
-    body: req.body,
-    headers: req.headers,
-  };
-}
-
-/** A multipart body that no parser has read yet. */
 function unreadMultipart(req: Request): boolean {
-  return req.body === undefined && typeof req.is('multipart/form-data') === 'string';
+  if (req.body !== undefined) return false;
+  const { headers } = req;
+  if (headers['transfer-encoding'] === undefined && headers['content-length'] === undefined) {
+    return false;
+  }
+  return typeof req.is('multipart/form-data') === 'string';
 }
 
 export interface RouteMiddlewareParts {
   readonly guard: RouteGuard;
+  /** Reads the request parts the route's specs check (worked out when the route was built). */
+  readonly values: ValuesReader;
   readonly deny: Deny;
   readonly settings: Settings;
 }
@@ -49,8 +38,14 @@ export interface RouteMiddlewareParts {
  * On an unread multipart body, the gate's multer middleware that follows
  * on the route checks the fields and files and sets `req.pathgate`.
  */
-export function routeMiddleware({ guard, deny, settings }: RouteMiddlewareParts): RequestHandler {
+export function routeMiddleware({
+  guard,
+  values,
+  deny,
+  settings,
+}: RouteMiddlewareParts): RequestHandler {
   const { reportOnly } = settings;
+  const { expectsFiles } = guard;
   let warned = false;
   const warnUnparsed = (req: Request) => {
     if (warned) return;
@@ -67,11 +62,13 @@ export function routeMiddleware({ guard, deny, settings }: RouteMiddlewareParts)
     const info = guard.newInfo();
     const multipart = unreadMultipart(req);
     const deferred = multipart && uploadFollows(req, pathgate);
-    let result = guard.checkRequest(requestValues(req), info, deferred ? BEFORE_BODY : undefined);
+    let result = guard.checkRequest(values(req), info, deferred ? BEFORE_BODY : undefined);
     // Nothing will read files after us: a required one is missing (fail closed).
-    if (result.ok && !deferred) result = guard.checkMissingFiles(NO_FILES);
-    if (!result.ok && multipart && !deferred) warnUnparsed(req);
-    if (!result.ok && !deny(result.denial, req, res, next)) return;
+    if (result.ok && !deferred && expectsFiles) result = guard.checkMissingFiles(NO_FILES);
+    if (!result.ok) {
+      if (multipart && !deferred) warnUnparsed(req);
+      if (!deny(result.denial, req, res, next)) return;
+    }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });
     else req.pathgate = info;
     next();

@@ -59,11 +59,13 @@ export function request(
   port: number,
   method: string,
   path: string,
-  options: { headers?: http.OutgoingHttpHeaders; body?: Buffer | string } = {},
+  options: { headers?: http.OutgoingHttpHeaders; body?: Buffer | string; chunked?: boolean } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    const headers = { ...options.headers, ...(body ? { 'content-length': body.length } : {}) };
+    // chunked: no content-length, so node:http sends `transfer-encoding: chunked`.
+    const length = body && !options.chunked ? { 'content-length': body.length } : {};
+    const headers = { ...options.headers, ...length };
     const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];

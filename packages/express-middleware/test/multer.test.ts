@@ -12,6 +12,7 @@ import {
   filePart,
   filesUnder,
   MULTIPART,
+  multipart,
   type RawPart,
   type Reply,
   request,
@@ -445,6 +446,35 @@ describe('wiring', () => {
         message: expect.stringContaining('no gate.multer() middleware after it'),
       }),
     ]);
+  });
+
+  it('a chunked multipart body (no content-length) is still read by multer and checked', async () => {
+    const sendChunked = (path: string, parts: readonly RawPart[]) =>
+      request(served.port, 'POST', path, {
+        headers: { 'content-type': MULTIPART },
+        body: multipart(parts),
+        chunked: true,
+      });
+    const ok = await sendChunked('/fields', [fieldPart('target', 'chunked.txt')]);
+    expect((handled(ok).pathgate as { body: unknown }).body).toEqual({
+      target: join(root, 'uploads', 'chunked.txt'),
+    });
+    calls = 0;
+    await expectDenied(
+      await sendChunked('/fields', [fieldPart('target', '../../a')]),
+      'path-not-in-allowlist',
+      'body.target',
+    );
+    await expectDenied(
+      await sendChunked('/avatar', [filePart('avatar', '../../chunked.txt')]),
+      'path-not-in-allowlist',
+      'file avatar',
+    );
+    await expectDenied(
+      await sendChunked('/plain-multer', [filePart('avatar', 'plain.txt')]),
+      'missing-path',
+      'file avatar',
+    );
   });
 
   it('a route without body or file specs lets a multipart body through untouched', async () => {

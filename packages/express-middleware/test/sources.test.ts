@@ -323,3 +323,67 @@ describe('modes', () => {
     expect(res.body).toEqual(denied('path-not-in-allowlist', 'query.path'));
   });
 });
+
+describe('a route reads only the request parts its specs name', () => {
+  /** An app whose req.query getter counts its reads (Express 5 parses the URL on each). */
+  function countingApp() {
+    const counter = { query: 0 };
+    const gate = pathgate({ root: ROOT, fs: FS });
+    const app = express();
+    app.use(express.json());
+    app.use((req, _res, next) => {
+      const query = req.query;
+      Object.defineProperty(req, 'query', {
+        configurable: true,
+        get: () => {
+          counter.query += 1;
+          return query;
+        },
+      });
+      next();
+    });
+    const handler: express.RequestHandler = (req, res) => {
+      calls += 1;
+      res.json({ pathgate: req.pathgate, params: req.params });
+    };
+    app.get('/p/:name', gate.read({ params: 'name', under: 'docs' }), handler);
+    app.get('/q', gate.read({ query: 'path' }, { query: 'other', optional: true }), handler);
+    app.post('/b', gate.write({ body: 'to' }), handler);
+    app.get(
+      '/two/:top/*rest',
+      gate.read({ params: 'top', under: 'docs' }, { params: 'rest', under: 'docs' }),
+      handler,
+    );
+    app.get('/index/*path', gate.read({ params: ['path', 0] }), handler);
+    return { app, counter };
+  }
+
+  it('req.query is never read without a query spec, and once with two', async () => {
+    const { app, counter } = countingApp();
+    await supertest(app).get('/p/a.txt?path=../../x').expect(200);
+    await supertest(app).post('/b?path=../../x').send({ to: 'uploads/a' }).expect(200);
+    expect(counter.query).toBe(0);
+    const res = await supertest(app).get('/q?path=docs/a&other=docs/b').expect(200);
+    expect(res.body.pathgate.query).toEqual({ path: `${ROOT}/docs/a`, other: `${ROOT}/docs/b` });
+    expect(counter.query).toBe(1);
+  });
+
+  it('a named wildcard and a named param on one route: the wildcard joined, req.params untouched', async () => {
+    const { app } = countingApp();
+    const res = await supertest(app).get('/two/a/b/c.txt').expect(200);
+    expect(res.body.pathgate.params).toEqual({
+      top: `${ROOT}/docs/a`,
+      rest: `${ROOT}/docs/b/c.txt`,
+    });
+    expect(res.body.params).toEqual({ top: 'a', rest: ['b', 'c.txt'] });
+    const denied403 = await supertest(app).get('/two/a/..%2F..%2F..%2Fetc/passwd').expect(403);
+    expect(denied403.body).toEqual(denied('path-not-in-allowlist', 'params.rest'));
+  });
+
+  it('a named wildcard is one path: an index into it selects nothing', async () => {
+    const { app } = countingApp();
+    const res = await supertest(app).get('/index/docs/a.txt').expect(403);
+    expect(res.body).toEqual(denied('missing-path', 'params.path.0'));
+    expect(calls).toBe(0);
+  });
+});
