@@ -1,19 +1,21 @@
-import type { GuardResult, PathSource, RequestValues } from '@pathgate/core';
-import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import type { GuardResult, PathSource, RouteGuard } from '@pathgate/core';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  onSendHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
 import { PathgateRouteConfigError } from './errors.js';
 import { guardMultipart, holdsUncheckedFile, UNVETTED } from './multipart.js';
 import type { PathgateSettings } from './options.js';
-import { sendDenial } from './reply.js';
+import { createOnSend, sendDenial } from './reply.js';
 import { type RequestState, startState, stateOf } from './request-state.js';
 import type { RouteGuards } from './route-config.js';
 
 /** What is final before the body is read. */
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
-
-function valuesOf(request: FastifyRequest): RequestValues {
-  const { params, query, body, headers } = request;
-  return { params, query, body, headers };
-}
 
 function isMultipart(request: FastifyRequest): boolean {
   const { isMultipart } = request as { isMultipart?: () => boolean };
@@ -31,28 +33,97 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
   return { ok: true };
 }
 
+/**
+ * Every declared value, where it is final: after parsing and validation, as
+ * the handler will see it. The request itself is the guard's `RequestValues`
+ * (it reads `params`, `query`, `body` and `headers`, only those declared).
+ */
 function checkValues(request: FastifyRequest, state: RequestState): GuardResult {
   if (state.guard.expectsFiles) {
     const files = checkFiles(request, state);
     if (!files.ok) return files;
   }
-  return state.guard.checkRequest(valuesOf(request), state.info);
+  return state.guard.checkRequest(request, state.info);
 }
 
 /**
- * `onRequest` starts the request's state on guarded routes. On routes that
- * declare files it also checks params, query and headers at once (with
- * attachFieldsToBody, multipart reads the whole upload in preValidation) and
- * wraps the multipart methods. `preHandler` checks every value where it is
- * final: after parsing and validation, as the handler will see it.
+ * On routes that declare files, in `onRequest`: params, query and headers
+ * are checked at once (with attachFieldsToBody, multipart reads the whole
+ * upload in preValidation), and the multipart methods are wrapped. Returns
+ * true when the 403 went out.
  */
-export function createRequestHooks(
+function startFiles(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
   settings: PathgateSettings,
-  guards: RouteGuards,
-): { onRequest: onRequestHookHandler; preHandler: preHandlerHookHandler } {
+): boolean {
+  if (!settings.reportOnly) {
+    const early = state.guard.checkRequest(request, state.guard.newInfo(), BEFORE_BODY);
+    if (!early.ok && sendDenial(request, reply, early.denial, settings)) return true;
+  }
+  guardMultipart(request, reply, state, settings);
+  return false;
+}
+
+/** The hooks one guarded route gets, closing over its compiled guard. */
+export interface RouteHooks {
+  onRequest?: onRequestHookHandler;
+  preHandler: preHandlerHookHandler;
+  onSend?: onSendHookHandler;
+}
+
+/**
+ * Route-level hooks for a route the `onRoute` hook saw. A route without file
+ * specs gets one `preHandler`, which starts the request's state and checks
+ * every value. A route with file specs also gets `onRequest` (starts the
+ * state, checks early, wraps multipart) and `onSend` (see `createOnSend`).
+ */
+export function createRouteHooks(guard: RouteGuard, settings: PathgateSettings): RouteHooks {
+  if (!guard.expectsFiles) {
+    return {
+      preHandler: function pathgatePreHandler(request, reply, done) {
+        const state = startState(request, guard, false);
+        const result = guard.checkRequest(request, state.info);
+        if (!result.ok && sendDenial(request, reply, result.denial, settings)) return;
+        done();
+      },
+    };
+  }
   return {
     onRequest: function pathgateOnRequest(request, reply, done) {
-      let guard: ReturnType<RouteGuards['forRequest']>;
+      const state = startState(request, guard, false);
+      if (!startFiles(request, reply, state, settings)) done();
+    },
+    preHandler: function pathgatePreHandler(request, reply, done) {
+      const state = stateOf(request);
+      // Fastify runs the route's onRequest hooks first; fail closed should it not.
+      if (state === null) return done(new Error('pathgate: the route onRequest hook did not run'));
+      const result = checkValues(request, state);
+      if (!result.ok && sendDenial(request, reply, result.denial, settings)) return;
+      done();
+    },
+    onSend: createOnSend(settings, false),
+  };
+}
+
+/**
+ * App-wide hooks, installed only when some route may escape the `onRoute`
+ * hook (see `routesMayEscape`). They guard those routes as the route-level
+ * hooks would, compiling each declaration on first use, and leave every
+ * other route alone: at once for a route declared in a context created
+ * after the plugin (`covered`: `this` is the route's own instance), else
+ * after one look at `request.routeOptions`.
+ */
+export function createAppWideHooks(
+  settings: PathgateSettings,
+  guards: RouteGuards,
+  covered: WeakSet<FastifyInstance>,
+): Required<RouteHooks> {
+  return {
+    onRequest: function pathgateAppWideOnRequest(this: FastifyInstance, request, reply, done) {
+      if (covered.has(this)) return done();
+      let guard: RouteGuard | undefined;
       try {
         guard = guards.forRequest(request);
       } catch (error) {
@@ -60,21 +131,16 @@ export function createRequestHooks(
         return done(new PathgateRouteConfigError());
       }
       if (guard === undefined) return done();
-      const state = startState(request, guard);
-      if (!guard.expectsFiles) return done();
-      if (!settings.reportOnly) {
-        const early = guard.checkRequest(valuesOf(request), guard.newInfo(), BEFORE_BODY);
-        if (!early.ok && sendDenial(request, reply, early.denial, settings)) return;
-      }
-      guardMultipart(request, reply, state, settings);
-      done();
+      const state = startState(request, guard, true);
+      if (!guard.expectsFiles || !startFiles(request, reply, state, settings)) done();
     },
-    preHandler: function pathgatePreHandler(request, reply, done) {
+    preHandler: function pathgateAppWidePreHandler(request, reply, done) {
       const state = stateOf(request);
-      if (state === null) return done();
+      if (state === null || !state.appWide) return done();
       const result = checkValues(request, state);
       if (!result.ok && sendDenial(request, reply, result.denial, settings)) return;
       done();
     },
+    onSend: createOnSend(settings, true),
   };
 }

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { createRequestHooks } from './hook.js';
+import { createAppWideHooks, createRouteHooks } from './hook.js';
 import { type PathgateOptions, readOptions } from './options.js';
-import { createOnSend } from './reply.js';
+import { attachRouteHooks, routesMayEscape } from './reach.js';
 import { kState, stateOf } from './request-state.js';
 import { RouteGuards } from './route-config.js';
 
@@ -17,14 +17,28 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
       return stateOf(this)?.info ?? null;
     },
   });
-  // Routes declared from here on compile now: a bad declaration stops startup.
-  // Routes declared earlier are still guarded: the hooks below reach every
-  // context, and their guards compile on first use.
-  fastify.addHook('onRoute', (route) => guards.compileRoute(route));
-  const { onRequest, preHandler } = createRequestHooks(settings, guards);
-  fastify.addHook('onRequest', onRequest);
-  fastify.addHook('preHandler', preHandler);
-  fastify.addHook('onSend', createOnSend(settings));
+  // Decided before the onRoute hook exists: what is in the router now escaped it.
+  const appWide = routesMayEscape(fastify);
+  /** Contexts created after this registration: every route of theirs passed the onRoute hook. */
+  const covered = new WeakSet<FastifyInstance>();
+  // Routes declared from here on compile now (a bad declaration stops
+  // startup) and get route-level hooks closing over their guard: routes
+  // without a declaration get none, and pay nothing.
+  fastify.addHook('onRoute', function pathgateOnRoute(this: FastifyInstance, route) {
+    if (appWide && this !== fastify) covered.add(this);
+    const guard = guards.compileRoute(route);
+    if (guard === undefined) return;
+    attachRouteHooks(route, createRouteHooks(guard, settings));
+    if (appWide) RouteGuards.markGuarded(route);
+  });
+  // Routes declared earlier, or in contexts made earlier, are still guarded:
+  // app-wide hooks reach every context, and compile their guards on first use.
+  if (appWide) {
+    const hooks = createAppWideHooks(settings, guards, covered);
+    fastify.addHook('onRequest', hooks.onRequest);
+    fastify.addHook('preHandler', hooks.preHandler);
+    fastify.addHook('onSend', hooks.onSend);
+  }
 }
 
 /** The pathgate plugin: register it once, at the root, then declare `config.pathgate` per route. */

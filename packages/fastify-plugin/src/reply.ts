@@ -93,17 +93,23 @@ function isDefaultDenyPayload(payload: unknown, message: string): boolean {
 }
 
 /**
- * On guarded routes: an answer while the body is still arriving closes the
- * connection (a handler that caught a deny, a custom error handler). And
- * Fastify's default error serializer drops unknown properties, so a deny
- * thrown out of a multipart iteration would lose its `reason`: its 403 body
- * is put back, only over that exact default body (a custom error handler's
- * own body is left alone).
+ * On routes that declare files: an answer while the body is still arriving
+ * closes the connection (a handler that caught a deny, a custom error
+ * handler). And Fastify's default error serializer drops unknown properties,
+ * so a deny thrown out of a multipart iteration would lose its `reason`: its
+ * 403 body is put back, only over that exact default body (a custom error
+ * handler's own body is left alone). Elsewhere a deny comes from a hook,
+ * which closes the connection itself (`refuse`), and nothing is thrown.
+ *
+ * `appWide`: the hook of the app-wide hooks, or a route's own; each acts
+ * only on the requests its side started.
  */
-export function createOnSend(settings: PathgateSettings): onSendHookHandler {
-  return function pathgateOnSend(request, reply, payload, done) {
+export function createOnSend(settings: PathgateSettings, appWide: boolean): onSendHookHandler {
+  const finish: onSendHookHandler = (request, reply, payload, done) => {
     const state = stateOf(request);
-    if (state === null) return done(null, payload);
+    if (state === null || state.appWide !== appWide || !state.guard.expectsFiles) {
+      return done(null, payload);
+    }
     closeIfBodyPending(request, reply, settings);
     const thrown = state.thrownBody;
     const message = state.refused && denyBody(state.refused).message;
@@ -113,4 +119,12 @@ export function createOnSend(settings: PathgateSettings): onSendHookHandler {
     if (!isDefaultDenyPayload(payload, message)) return done(null, payload);
     done(null, JSON.stringify(thrown));
   };
+  // Named for `printRoutes({ includeHooks: true })`.
+  return appWide
+    ? function pathgateAppWideOnSend(request, reply, payload, done) {
+        finish.call(this, request, reply, payload, done);
+      }
+    : function pathgateOnSend(request, reply, payload, done) {
+        finish.call(this, request, reply, payload, done);
+      };
 }

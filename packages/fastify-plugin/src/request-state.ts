@@ -6,26 +6,36 @@ export interface RequestState {
   readonly guard: RouteGuard;
   /** What `request.pathgate` returns. */
   readonly info: PathgateInfo;
+  /**
+   * Started by the app-wide hooks (a route the `onRoute` hook never saw), so
+   * only those hooks act on it; route-level hooks close over their guard.
+   */
+  readonly appWide: boolean;
   /** A multipart file was refused: later multipart calls throw the same deny. */
   refused: PathDenial | undefined;
   /** The 403 body of a deny thrown out of a multipart iteration, for `onSend`. */
   thrownBody: object | undefined;
 }
 
-/** Decorated once (`null`), set on guarded routes by the `onRequest` hook. */
+/** Decorated once (`null`), set on guarded routes by the first pathgate hook of the request. */
 export const kState: unique symbol = Symbol('pathgate.state');
 
 type StatefulRequest = FastifyRequest & { [kState]: RequestState | null };
 
+/** Contexts made before the plugin was registered miss the decoration: `undefined` there. */
 export function stateOf(request: FastifyRequest): RequestState | null {
   return (request as StatefulRequest)[kState] ?? null;
 }
 
-export function startState(request: FastifyRequest, guard: RouteGuard): RequestState {
-  const info = guard.newInfo();
+export function startState(
+  request: FastifyRequest,
+  guard: RouteGuard,
+  appWide: boolean,
+): RequestState {
   const state: RequestState = {
     guard,
-    info,
+    info: guard.newInfo(),
+    appWide,
     refused: undefined,
     thrownBody: undefined,
   };

@@ -12,6 +12,17 @@ export function routeLabel(method: unknown, url: unknown): string {
 }
 
 /**
+ * Set in the `config` of a route the `onRoute` hook guarded with route-level
+ * hooks, when the app-wide hooks are installed too: they leave such a route
+ * alone. Fastify copies a route's `config` (own enumerable keys, symbols
+ * included) after the `onRoute` hooks ran, so `request.routeOptions.config`
+ * carries it.
+ */
+const kRouteGuarded: unique symbol = Symbol('pathgate.routeGuarded');
+
+type MarkedConfig = { [kRouteGuarded]?: true; pathgate?: RouteGuardOptions };
+
+/**
  * Each route's compiled guard, keyed by its declaration (the `config.pathgate`
  * object): Fastify copies a route's `config` but not the values in it, so the
  * `onRoute` hook and the request see the same object. Read once: changing a
@@ -22,23 +33,34 @@ export class RouteGuards {
 
   constructor(private readonly policy: PermissionPolicy) {}
 
-  /** `onRoute`: compile now, so a bad declaration stops startup with a TypeError naming the route. */
-  compileRoute(route: RouteOptions): void {
+  /**
+   * `onRoute`: the route's guard, compiled now, so a bad declaration stops
+   * startup with a TypeError naming the route; undefined without a declaration.
+   */
+  compileRoute(route: RouteOptions): RouteGuard | undefined {
     const declaration = route.config?.pathgate;
-    if (declaration === undefined) return;
+    if (declaration === undefined) return undefined;
     const guard = this.compile(declaration, routeLabel(route.method, route.url));
     if (guard instanceof Error) throw guard;
+    return guard;
+  }
+
+  /** `onRoute`, with the app-wide hooks installed: they must skip this route. */
+  static markGuarded(route: RouteOptions): void {
+    route.config = { ...route.config, [kRouteGuarded]: true } as RouteOptions['config'];
   }
 
   /**
-   * The request's route guard, or undefined for a route without a declaration.
-   * A route the `onRoute` hook never saw (declared before the plugin was
-   * registered) is compiled here, once; a bad declaration throws its TypeError.
+   * The app-wide hooks: the guard of a route the `onRoute` hook never saw
+   * (declared before the plugin was registered), compiled here, once; a bad
+   * declaration throws its TypeError. Undefined for a route without a
+   * declaration, and for one that has its route-level hooks.
    */
   forRequest(request: FastifyRequest): RouteGuard | undefined {
     const { config, method, url } = request.routeOptions;
-    const declaration = config?.pathgate;
-    if (declaration === undefined) return undefined;
+    const marked = config as MarkedConfig | undefined;
+    const declaration = marked?.pathgate;
+    if (declaration === undefined || marked?.[kRouteGuarded] === true) return undefined;
     const guard =
       this.compiled.get(declaration) ?? this.compile(declaration, routeLabel(method, url));
     if (guard instanceof Error) throw guard;
@@ -46,6 +68,9 @@ export class RouteGuards {
   }
 
   private compile(declaration: RouteGuardOptions, label: string): RouteGuard | Error {
+    const known = typeof declaration === 'object' && declaration !== null;
+    const cached = known ? this.compiled.get(declaration) : undefined;
+    if (cached !== undefined) return cached;
     let guard: RouteGuard | Error;
     try {
       guard = compileRouteGuard(this.policy, declaration, label);
@@ -53,9 +78,7 @@ export class RouteGuards {
       guard = error as Error;
     }
     // A declaration that is not an object cannot be a key; it fails again each time.
-    if (typeof declaration === 'object' && declaration !== null) {
-      this.compiled.set(declaration, guard);
-    }
+    if (known) this.compiled.set(declaration, guard);
     return guard;
   }
 }

@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
-import { denied, listen, newApp, request, sandbox } from './helpers.js';
+import { denied, listen, newApp, postMultipart, request, sandbox } from './helpers.js';
 
 // Per-route declarations: compiled at startup (a bad one stops the app with a
 // message naming the route and the selector), and enforced whatever the
 // registration order: routes declared before the plugin, in child contexts
-// registered before or after it, and the HEAD routes Fastify adds.
+// registered before or after it, and the HEAD routes Fastify adds. Which
+// hooks a route gets: only guarded routes get any, unless some route may
+// have escaped the onRoute hook, and then app-wide hooks guard it.
 
 const RULES = ['./public/**', 'rw:./uploads/**'];
 const READ_STAR: RouteGuardOptions = { mode: 'read', paths: [{ params: '*' }] };
@@ -223,5 +225,183 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     expect(calls).toBe(0);
     const logged = lines.find((l) => l.msg === 'pathgate: invalid route declaration');
     expect(logged?.err?.message).toBe('pathgate: route GET /early: paths[0]: unknown key "qury"');
+  });
+});
+
+/** The pathgate hook names printed for the app's routes (`printRoutes` lists each route's hooks). */
+function pathgateHooks(app: FastifyInstance): string[] {
+  return [...new Set(app.printRoutes({ includeHooks: true }).match(/pathgate\w+/g) ?? [])].sort();
+}
+
+describe('which hooks: only guarded routes pay, when every route passed the onRoute hook', () => {
+  it('registered first: route-level hooks on guarded routes, none anywhere else', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    app.get('/open', async () => 'open');
+    const open = app.printRoutes({ includeHooks: true });
+    expect(open).not.toContain('pathgate');
+    app.get('/files/*', { config: { pathgate: READ_STAR } }, async () => 'ok');
+    app.register(async (child) => {
+      child.get('/child/open', async () => 'open');
+    });
+    await app.ready();
+    expect(pathgateHooks(app)).toEqual(['pathgatePreHandler']);
+  });
+
+  it('a route with a file spec also gets onRequest and onSend', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const upload: RouteGuardOptions = { mode: 'write', paths: [{ file: true, under: 'uploads' }] };
+    app.post('/up', { config: { pathgate: upload } }, async () => 'ok');
+    await app.ready();
+    expect(pathgateHooks(app)).toEqual([
+      'pathgateOnRequest',
+      'pathgateOnSend',
+      'pathgatePreHandler',
+    ]);
+  });
+
+  // The test that fails should Fastify's internal list of child contexts move:
+  // the plugin would then install app-wide hooks in every app (slower, still safe).
+  it('a child context made before the plugin, even without routes, brings the app-wide hooks', async () => {
+    const app = newApp();
+    app.register(async () => {});
+    await withPlugin(app);
+    app.get('/open', async () => 'open');
+    await app.ready();
+    expect(pathgateHooks(app)).toEqual([
+      'pathgateAppWideOnRequest',
+      'pathgateAppWideOnSend',
+      'pathgateAppWidePreHandler',
+    ]);
+  });
+
+  it('a route added later to a context made before the plugin (the router empty then) is guarded', async () => {
+    const app = newApp();
+    let early: FastifyInstance | undefined;
+    app.register(async (child) => {
+      early = child;
+    });
+    const root = await withPlugin(app);
+    let calls = 0;
+    early?.get('/late/*', { config: { pathgate: READ_STAR } }, async (req) => {
+      calls++;
+      return req.pathgate?.params;
+    });
+    const port = await listen(app);
+    expect((await request(port, { path: '/late/..%2F..%2Fetc' })).status).toBe(403);
+    expect(calls).toBe(0);
+    expect((await request(port, { path: '/late/public/a' })).json).toEqual({
+      '*': `${root}/public/a`,
+    });
+  });
+
+  it('a route declared right after a register() that was not awaited is guarded', async () => {
+    const app = newApp();
+    const root = sandbox();
+    app.register(pathgate, { root, fs: RULES });
+    app.get('/now/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate?.params);
+    const port = await listen(app);
+    expect((await request(port, { path: '/now/..%2Fx' })).status).toBe(403);
+    expect((await request(port, { path: '/now/public/a' })).json).toEqual({
+      '*': `${root}/public/a`,
+    });
+  });
+
+  it('with the app-wide hooks installed, a route declared after the plugin is checked once', async () => {
+    const denials: string[] = [];
+    const app = newApp();
+    app.get('/early', async () => 'early');
+    const root = sandbox();
+    await app.register(pathgate, {
+      root,
+      fs: RULES,
+      onDeny: (denial) => {
+        denials.push(denial.label);
+      },
+    });
+    app.get('/late/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate?.params);
+    const upload: RouteGuardOptions = {
+      mode: 'write',
+      paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
+    };
+    app.post('/up/:dir', { config: { pathgate: upload } }, async (req) => req.pathgate?.params);
+    app.register(async (child) => {
+      child.get(
+        '/child/*',
+        { config: { pathgate: READ_STAR } },
+        async (req) => req.pathgate?.params,
+      );
+    });
+    const port = await listen(app);
+    for (const url of ['/late', '/child']) {
+      expect((await request(port, { path: `${url}/..%2Fx` })).status).toBe(403);
+      expect((await request(port, { path: `${url}/public/b` })).json).toEqual({
+        '*': `${root}/public/b`,
+      });
+    }
+    const up = await postMultipart(port, '/up/..%2F..', [
+      { disposition: 'name="f"; filename="a.txt"', data: 'x' },
+    ]);
+    expect(up.json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
+    expect(denials).toEqual(['params.*', 'params.*', 'params.dir']);
+  });
+});
+
+describe('hook order', () => {
+  it("the route's own preHandler hooks run after the check, and see its paths", async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    const seen: unknown[] = [];
+    app.get(
+      '/files/*',
+      {
+        config: { pathgate: READ_STAR },
+        preHandler: async (req) => {
+          seen.push(req.pathgate?.params);
+        },
+      },
+      async () => 'ok',
+    );
+    const port = await listen(app);
+    expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
+    expect((await request(port, { path: '/files/public/a' })).text).toBe('ok');
+    expect(seen).toEqual([{ '*': `${root}/public/a` }]);
+  });
+
+  it("pathgate hooks copied from another route's options are replaced by the route's own", async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    let copied: unknown;
+    app.addHook('onRoute', (route) => {
+      if (route.url === '/a/*' && route.method === 'GET') copied = route.preHandler;
+    });
+    app.get('/a/*', { config: { pathgate: READ_STAR } }, async () => 'a');
+    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
+    const preHandler = copied as never;
+    app.get('/b', { config: { pathgate: query }, preHandler }, async (req) => req.pathgate);
+    const port = await listen(app);
+    expect((await request(port, { path: '/b?p=..%2F..%2Fx' })).json).toEqual(
+      denied('query.p', 'path-not-in-allowlist'),
+    );
+    const ok = await request(port, { path: '/b?p=public%2Fa' });
+    expect(ok.json).toMatchObject({ params: {}, query: { p: `${root}/public/a` } });
+  });
+
+  it("a prefixed plugin's '/' route is guarded at both of its URLs", async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
+    app.register(
+      async (api) => {
+        api.get('/', { config: { pathgate: query } }, async (req) => req.pathgate?.query);
+      },
+      { prefix: '/api' },
+    );
+    const port = await listen(app);
+    for (const url of ['/api', '/api/']) {
+      expect((await request(port, { path: `${url}?p=..%2F..%2Fx` })).status).toBe(403);
+      expect((await request(port, { path: `${url}?p=public%2Fa` })).status).toBe(200);
+    }
   });
 });
