@@ -128,7 +128,9 @@ function saveHandler(spool: string): Handler {
     const { files } = await request.saveRequestFiles({ tmpdir: spool });
     const stored = [];
     for (const f of files) {
-      const target = f.pathgatePath as string;
+      const target = f.pathgatePath;
+      // Fail loudly, never write `undefined.partial` into the working directory.
+      if (target === undefined) throw new Error('a saved file without pathgatePath');
       await copyFile(f.filepath, `${target}.partial`);
       await rename(`${target}.partial`, target);
       stored.push(target);
