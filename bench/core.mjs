@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import picomatch from 'picomatch';
+import { median, summary, table } from './report.mjs';
 
 const ROOT = '/srv/sandbox';
 const ROOT_SLASH = `${ROOT}/`;
@@ -230,21 +231,6 @@ function measure(variants) {
   return Array.from({ length: ROUNDS }, () => round(variants));
 }
 
-function quantile(values, q) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (sorted.length - 1) * q;
-  const lo = Math.floor(at);
-  return sorted[lo] + (sorted[Math.ceil(at)] - sorted[lo]) * (at - lo);
-}
-
-const median = (values) => quantile(values, 0.5);
-
-const summary = (values) => ({
-  median: median(values),
-  p25: quantile(values, 0.25),
-  p75: quantile(values, 0.75),
-});
-
 // The ratios are taken per round, then summarised: numerator and denominator ran in the same round.
 const perSample = (group, num, den) =>
   ['match', 'miss'].map((p) => ({
@@ -281,16 +267,6 @@ function ratioSummaries(rounds) {
 
 const fmtNs = (ns) => (ns >= 1e5 ? ns.toExponential(2) : ns.toFixed(ns >= 100 ? 0 : 1));
 const fmtRatio = (r) => (r >= 100 ? r.toFixed(0) : r.toFixed(r >= 10 ? 1 : 3));
-
-function table(headers, rows) {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) =>
-    cells
-      .map((c, i) => String(c).padEnd(widths[i]))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
 
 function printHeader(fixtures, variants) {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';

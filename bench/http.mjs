@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { summary, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -461,29 +462,6 @@ function shuffle(items) {
     [out[i], out[j]] = [out[j], out[i]];
   }
   return out;
-}
-
-function quantile(values, q) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (sorted.length - 1) * q;
-  const lo = Math.floor(at);
-  return sorted[lo] + (sorted[Math.ceil(at)] - sorted[lo]) * (at - lo);
-}
-
-const summary = (values) => ({
-  median: quantile(values, 0.5),
-  p25: quantile(values, 0.25),
-  p75: quantile(values, 0.75),
-});
-
-function table(headers, rows) {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) =>
-    cells
-      .map((c, i) => String(c).padEnd(widths[i]))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
 const fmtRatio = (r) => r.toFixed(3);

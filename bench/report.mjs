@@ -1,0 +1,30 @@
+// What every benchmark of this folder reports with: quantiles of per-round
+// samples, and plain-text tables.
+
+/** The q-quantile of `values`, interpolated between the nearest ranks. */
+export function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  return sorted[lo] + (sorted[Math.ceil(at)] - sorted[lo]) * (at - lo);
+}
+
+export const median = (values) => quantile(values, 0.5);
+
+/** Median and interquartile range: what the reports print for every sample set. */
+export const summary = (values) => ({
+  median: quantile(values, 0.5),
+  p25: quantile(values, 0.25),
+  p75: quantile(values, 0.75),
+});
+
+/** A left-aligned text table with a dashed rule under the headers. */
+export function table(headers, rows) {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) =>
+    cells
+      .map((c, i) => String(c).padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
