@@ -1,12 +1,8 @@
 import { defineConfig } from 'tsup';
+import { packageBuild } from '../../tsup.base.js';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
+  ...packageBuild,
   // `import.meta.url` (for loading the optional multer peer) in the CJS build too.
   shims: true,
 });
