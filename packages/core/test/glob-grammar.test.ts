@@ -46,6 +46,16 @@ const MATCHES: readonly MatchRow[] = [
   row('x/*', 'x/y/z', false),
   row('x/*/z', 'x/y/z', true),
   row('x/*/z', 'x/z', false),
+  // a chunk between stars may not overlap the fixed start or end, nor another chunk
+  row('a*a', 'a', false),
+  row('a*a', 'aa', true),
+  row('a*b*b', 'ab', false),
+  row('a*b*b', 'abb', true),
+  row('a*bc*c', 'abc', false),
+  row('a*bc*c', 'abcc', true),
+  row('*ab*ba*', 'aba', false),
+  row('*ab*ba*', 'abba', true),
+  row('*ab*ba*', 'xabyba', true),
 
   // `**` as a whole segment: zero or more whole segments
   row('uploads/**', 'uploads', true),
@@ -79,6 +89,21 @@ const MATCHES: readonly MatchRow[] = [
   row('x/**.js', 'x/a.js', true),
   row('x/**.js', 'x/d/a.js', false),
   row('x/a**/b', 'x/a/c/b', false),
+  // two `**` with a literal between: the literal must still be found, in order
+  row('a/**/b/**/c', 'a/b/c', true),
+  row('a/**/b/**/c', 'a/x/b/y/z/c', true),
+  row('a/**/b/**/c', 'a/x/c', false),
+  row('a/**/b/**/c', 'a/c', false),
+  row('a/**/b/**/c', 'a/x/y/c', false),
+  row('a/**/b/**/c', 'a/b/x', false),
+  row('**/b/**', 'b', true),
+  row('**/b/**', 'x/b/y', true),
+  row('**/b/**', 'x/y', false),
+  row('**/b/**/c/**', 'b/c', true),
+  row('**/b/**/c/**', 'c/b', false),
+  row('a/**/**/b', 'a/b', true),
+  row('a/**/**/b', 'a/x/y/b', true),
+  row('a/**/**/b', 'a/x/y', false),
 
   // `?`: exactly one code point, never '/'
   row('?', 'a', true),
@@ -127,6 +152,27 @@ const MATCHES: readonly MatchRow[] = [
   row('x[!a]y', 'xby', true),
   row('[😀]', '😀', true),
   row('[😀]', 'x', false),
+  // `]` first (after `[` or `[!`) is a member; a `-` next to `]` is a member
+  row('[]a]', ']', true),
+  row('[]a]', 'a', true),
+  row('[]a]', 'b', false),
+  row('[!]]', ']', false),
+  row('[!]]', 'a', true),
+  row('[a-]', 'a', true),
+  row('[a-]', '-', true),
+  row('[a-]', 'b', false),
+  row('[-a]', '-', true),
+  row('[a-a]', 'a', true),
+  row('[a-a]', 'b', false),
+  row('[a-cx-z]', 'y', true),
+  row('[a-cx-z]', 'm', false),
+  // `\` escapes inside a class too
+  row('[\\]a]', ']', true),
+  row('[\\]a]', 'a', true),
+  row('[\\]a]', '\\', false),
+  row('[a\\-z]', '-', true),
+  row('[a\\-z]', 'z', true),
+  row('[a\\-z]', 'm', false),
 
   // braces: one of the alternatives; nest; hold other syntax and '/'
   row('{a,b}', 'a', true),
@@ -250,6 +296,9 @@ const MATCHES: readonly MatchRow[] = [
   row('\\*/a', '*/a', true),
   row('\\*/a', 'x/a', false),
   row('./\\*/../x', 'x', true),
+  // `..` at `/` stays at `/`, in globs as in paths
+  row('/../r/*', 'a', true),
+  row('/../../r/a', 'a', true),
 ];
 
 describe('glob grammar: truth table', () => {

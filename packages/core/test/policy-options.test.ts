@@ -143,6 +143,19 @@ describe('policy options: defaults and absent keys', () => {
     expect(read(p, 'b')).toMatchObject(unlisted);
     expect(read(p, '/a')).toMatchObject(unlisted);
   });
+
+  it('shows the canonical root, the rules as given and dot, read-only', () => {
+    const rules = ['rw:./uploads/*', 'docs/**', 'r:{a,b}'];
+    const p = build({ root: '/srv/./x/..', dot: true, ...fs(rules) });
+    expect(p.root).toBe('/srv');
+    expect(p.rules).toEqual(rules);
+    expect(p.rules).not.toBe(rules);
+    expect(p.dot).toBe(true);
+    expect(Object.isFrozen(p)).toBe(true);
+    expect(Object.isFrozen(p.rules)).toBe(true);
+    expect(build(fs([])).rules).toEqual([]);
+    expect(build(fs([])).dot).toBe(false);
+  });
 });
 
 // Rules: "[r:|rw:]<glob>". Text before the first ':' that is one or more ASCII

@@ -613,10 +613,14 @@ describe('checkRequest: own properties only', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: '__proto__' }] });
     const { result, info } = run(g, { body: JSON.parse('{"__proto__":["docs/a","docs/b"]}') });
     expect(result).toEqual({ ok: true });
-    expect(Object.getOwnPropertyDescriptor(info.body, '__proto__')?.value).toEqual([
-      '/srv/root/docs/a',
-      '/srv/root/docs/b',
-    ]);
+    // An ordinary own data property, as a plain assignment makes for any other key.
+    expect(Object.getOwnPropertyDescriptor(info.body, '__proto__')).toEqual({
+      value: ['/srv/root/docs/a', '/srv/root/docs/b'],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+    expect(Object.keys(info.body)).toEqual(['__proto__']);
     expect(Object.getPrototypeOf(info.body)).toBe(Object.prototype);
   });
 

@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkFs,
+  escapes,
+  inside,
+  PermissionPolicy,
+  type PermissionPolicyOptions,
+} from '../src/index.js';
+
+// STYLE.md: bad configuration throws at build time with a precise message naming the
+// option or the rule. Every build-time TypeError of the core, message by message: a test
+// that only asked for "a TypeError" would also pass on an engine error thrown by accident
+// (`Cannot convert undefined or null to object`), which names nothing.
+
+/** The message of the TypeError that `build` throws. */
+function typeErrorOf(build: () => unknown): string {
+  try {
+    build();
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as TypeError).message;
+  }
+  throw new Error('expected a TypeError, nothing was thrown');
+}
+
+const policy = (options: unknown) => () => new PermissionPolicy(options as PermissionPolicyOptions);
+
+type Row = readonly [name: string, options: unknown, message: string];
+
+describe('PermissionPolicy: option messages', () => {
+  const fs = { permissions: { fs: [] } };
+  const ROWS: readonly Row[] = [
+    ['options null', null, 'PermissionPolicy: options must be an object'],
+    ['options undefined', undefined, 'PermissionPolicy: options must be an object'],
+    ['options a string', 'rw:./**', 'PermissionPolicy: options must be an object'],
+    ['options a number', 42, 'PermissionPolicy: options must be an object'],
+    ['an unknown option', { ...fs, roots: '/srv' }, 'PermissionPolicy: unknown option "roots"'],
+    ['root a number', { ...fs, root: 42 }, 'PermissionPolicy: root must be a string, got number'],
+    ['root null', { ...fs, root: null }, 'PermissionPolicy: root must be a string, got null'],
+    [
+      'root a String object',
+      { ...fs, root: new String('/srv') },
+      'PermissionPolicy: root must be a string, got object',
+    ],
+    [
+      'root relative',
+      { ...fs, root: 'srv' },
+      'PermissionPolicy: root must canonicalize to an absolute path (relative-root)',
+    ],
+    [
+      'root with NUL',
+      { ...fs, root: '/srv\0' },
+      'PermissionPolicy: root must canonicalize to an absolute path (nul-byte)',
+    ],
+    ['dot a number', { ...fs, dot: 1 }, 'PermissionPolicy: dot must be a boolean'],
+    ['resolve a string', { ...fs, resolve: 'x' }, 'PermissionPolicy: resolve must be a function'],
+    ['permissions missing', {}, 'PermissionPolicy: permissions must be an object with an fs array'],
+    [
+      'permissions.fs missing',
+      { permissions: {} },
+      'PermissionPolicy: permissions.fs must be an array of rule strings',
+    ],
+    [
+      'a rule that is not a string',
+      { permissions: { fs: ['a/*', 7] } },
+      'rule 2 of permissions.fs: must be a string, got number',
+    ],
+  ];
+
+  it.each(ROWS)('%s', (_name, options, message) => {
+    expect(typeErrorOf(policy(options))).toBe(message);
+  });
+});
+
+describe('PermissionPolicy: rule messages name the rule, its text and the reason', () => {
+  // Each bad rule is rule 2, after a good one; the root is /srv.
+  const ROWS: readonly (readonly [rule: string, reason: string])[] = [
+    ['', 'empty glob'],
+    ['rw:', 'empty glob'],
+    ['a\0b', 'NUL in glob'],
+    ['a\uD800', 'lone surrogate in glob'],
+    ['!a', 'a leading "!" is not supported: the allowlist has no negation'],
+    ['wr:x', 'unknown prefix "wr" (use "r:" or "rw:")'],
+    ['a{b', 'unbalanced "{"'],
+    ['{a,{b}', 'unbalanced "{"'],
+    ['a[b', 'unbalanced "["'],
+    // a range dash with nothing after it leaves the class open
+    ['[a-', 'unbalanced "["'],
+    // `]` right after `[` (or `[!`) is a member, so these never close
+    ['[]', 'unbalanced "["'],
+    ['[!]', 'unbalanced "["'],
+    ['[a/b]', 'a "[" class cannot hold or cross "/"'],
+    ['[a-/]', 'a "[" class cannot hold or cross "/"'],
+    ['[b-a]', 'a class range runs backwards'],
+    ['[\\z-a]', 'a class range runs backwards'],
+    ['a\\', 'trailing "\\"'],
+    ['[\\', 'trailing "\\"'],
+    ['./*/../x', '".." cannot pop a segment holding glob syntax'],
+    ['{a,b}/..', '".." cannot pop a segment holding glob syntax'],
+    ['/etc/*', 'lies outside the root'],
+    ['../x/*', 'lies outside the root'],
+    // one brace alternative outside the root is enough: `..` inside braces pops `srv`
+    ['{uploads,..}/x', 'lies outside the root'],
+    ['/srv/{a,../etc}', 'lies outside the root'],
+    ['{a,b}'.repeat(11), 'braces expand to more than 1024 alternatives'],
+    [
+      'x/{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q}{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q}{a,b,c,d}',
+      'braces expand to more than 1024 alternatives',
+    ],
+  ];
+
+  it.each(ROWS.map(([rule, reason]) => ({ rule, reason, shown: JSON.stringify(rule) })))(
+    '$shown: $reason',
+    ({ rule, reason }) => {
+      const build = policy({ root: '/srv', permissions: { fs: ['./ok/*', rule] } });
+      expect(typeErrorOf(build)).toBe(`rule 2 ${JSON.stringify(rule)}: ${reason}`);
+    },
+  );
+
+  it('braces may expand to exactly 1024 alternatives', () => {
+    const p = new PermissionPolicy({ root: '/srv', permissions: { fs: ['{a,b}'.repeat(10)] } });
+    expect(checkFs(p, 'abababbbba', 'read')).toMatchObject({ outcome: 'allow' });
+    expect(checkFs(p, 'abababbbbc', 'read')).toMatchObject({
+      outcome: 'deny',
+      reason: 'path-not-in-allowlist',
+    });
+  });
+});
+
+describe('checkFs: the policy argument', () => {
+  it.each([
+    ['null', null],
+    ['undefined', undefined],
+    ['a plain object', {}],
+    ['an object that looks like a policy', { root: '/', rules: [], dot: false }],
+    ['a number', 42],
+  ])('%s is a TypeError naming the argument', (_name, value) => {
+    expect(typeErrorOf(() => checkFs(value as unknown as PermissionPolicy, 'a', 'read'))).toBe(
+      'checkFs: policy must be a PermissionPolicy',
+    );
+  });
+});
+
+describe('inside and escapes: build messages name the builder', () => {
+  const SELECTOR =
+    'a selector is a non-empty key or a non-empty list of non-empty keys and non-negative integer indexes';
+  const builders = { inside, escapes } as const;
+  const ROWS = (['inside', 'escapes'] as const).flatMap((name) => [
+    {
+      name,
+      what: 'resolve a number',
+      build: () => builders[name]('p', '/srv', { resolve: 42 as unknown as () => string }),
+      message: `${name}: options.resolve must be a function`,
+    },
+    {
+      name,
+      what: 'a relative root',
+      build: () => builders[name]('p', 'srv'),
+      message: `${name}: root must canonicalize to an absolute path (relative-root)`,
+    },
+    {
+      name,
+      what: 'a root with NUL',
+      build: () => builders[name]('p', '/srv\0'),
+      message: `${name}: root must canonicalize to an absolute path (nul-byte)`,
+    },
+    {
+      name,
+      what: 'a root the resolver refuses',
+      build: () =>
+        builders[name]('p', '/srv', {
+          resolve: () => {
+            throw new Error('no');
+          },
+        }),
+      message: `${name}: root must canonicalize to an absolute path (resolve-failed)`,
+    },
+    {
+      name,
+      what: 'an empty selector',
+      build: () => builders[name]([], '/srv'),
+      message: `${name}: selector: ${SELECTOR}`,
+    },
+    {
+      name,
+      what: 'a negative index',
+      build: () => builders[name](['a', -1], '/srv'),
+      message: `${name}: selector: ${SELECTOR}`,
+    },
+  ]);
+
+  it.each(ROWS)('$name: $what', ({ build, message }) => {
+    expect(typeErrorOf(build)).toBe(message);
+  });
+});

@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import {
+  compileRouteGuard,
+  type PathgateInfo,
+  PermissionPolicy,
+  type RequestValues,
+  type RouteGuard,
+  type RouteGuardOptions,
+} from '../src/index.js';
+
+// What compileRouteGuard prepares from each path spec, seen through the guard: header
+// names, labels, the split between value specs and file specs, and `under` against the
+// default root `/`. Every guard is built inside its test.
+
+const guardOn = (root: string | undefined, fs: string[], options: unknown): RouteGuard =>
+  compileRouteGuard(
+    new PermissionPolicy(
+      root === undefined ? { permissions: { fs } } : { root, permissions: { fs } },
+    ),
+    options as RouteGuardOptions,
+    'PUT /files',
+  );
+
+const check = (guard: RouteGuard, values: RequestValues) => {
+  const info: PathgateInfo = guard.newInfo();
+  return { result: guard.checkRequest(values, info), info };
+};
+
+describe('path specs: header names', () => {
+  it('a header selector is lower-cased once, like Node header names', () => {
+    const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ headers: 'X-Path' }] });
+    const { result, info } = check(guard, { headers: { 'x-path': 'docs/a' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.headers).toEqual({ 'x-path': '/srv/docs/a' });
+    expect(check(guard, { headers: { 'X-Path': 'docs/a' } }).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'headers.x-path' },
+    });
+  });
+
+  it('other sources keep the case of their keys', () => {
+    const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ body: 'Path' }] });
+    expect(check(guard, { body: { Path: 'docs/a' } }).info.body).toEqual({ Path: '/srv/docs/a' });
+    expect(check(guard, { body: { path: 'docs/a' } }).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'body.Path' },
+    });
+  });
+});
+
+describe('path specs: labels', () => {
+  const guard = () =>
+    guardOn('/srv', ['docs/**'], {
+      mode: 'read',
+      paths: [
+        { params: '*' },
+        { query: ['dirs', 1] },
+        { body: ['files', 0, 'path'] },
+        { headers: 'X-Dir' },
+        { file: 'avatar' },
+        { file: true },
+      ],
+    });
+  const ok = { params: { '*': 'docs/a' }, query: { dirs: ['docs', 'docs/b'] } };
+  const body = { files: [{ path: 'docs/c' }] };
+
+  it('each value spec is named by its source and selector', () => {
+    const g = guard();
+    expect(check(g, {}).result).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'params.*' },
+    });
+    expect(check(g, { params: ok.params }).result).toMatchObject({
+      denial: { label: 'query.dirs.1' },
+    });
+    expect(check(g, ok).result).toMatchObject({ denial: { label: 'body.files.0.path' } });
+    expect(check(g, { ...ok, body }).result).toMatchObject({ denial: { label: 'headers.x-dir' } });
+    expect(check(g, { ...ok, body, headers: { 'x-dir': 'docs' } }).result).toEqual({ ok: true });
+  });
+
+  it('a file spec is named by its field, or `*` for every field', () => {
+    const g = guard();
+    expect(g.checkFile('avatar', '../../x')).toMatchObject({
+      ok: false,
+      denial: { reason: 'path-not-in-allowlist', label: 'file avatar' },
+    });
+    expect(g.checkFile('cover', '../../x')).toMatchObject({
+      ok: false,
+      denial: { reason: 'path-not-in-allowlist', label: 'file *' },
+    });
+  });
+});
+
+describe('path specs: values and files are checked apart', () => {
+  it('checkRequest skips file specs, and checkFile never reads value specs', () => {
+    const guard = guardOn('/srv', ['rw:uploads/*'], {
+      mode: 'write',
+      paths: [{ file: 'avatar', under: 'uploads' }],
+    });
+    expect(check(guard, {}).result).toEqual({ ok: true });
+    expect(guard.expectsFiles).toBe(true);
+    const values = guardOn('/srv', ['rw:uploads/*'], {
+      mode: 'write',
+      paths: [{ body: 'name', under: 'uploads' }],
+    });
+    expect(values.expectsFiles).toBe(false);
+    expect(values.checkFile('name', 'a.png')).toEqual({
+      ok: false,
+      denial: { reason: 'unexpected-file', label: 'file' },
+    });
+  });
+});
+
+describe('path specs: `under` with the default root /', () => {
+  const guard = () =>
+    guardOn(undefined, ['rw:uploads/**'], {
+      mode: 'write',
+      paths: [
+        { body: 'name', under: 'tmp/../uploads' },
+        { file: 'upload', under: './uploads/./' },
+      ],
+    });
+
+  it('the sub-directory is canonicalized against /', () => {
+    const { result, info } = check(guard(), { body: { name: 'a.png' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({ name: '/uploads/a.png' });
+    expect(guard().checkFile('upload', 'b.png')).toEqual({
+      ok: true,
+      file: { field: 'upload', filename: 'b.png', path: '/uploads/b.png' },
+    });
+  });
+
+  it('a filename naming the sub-directory itself is still missing-path', () => {
+    for (const name of ['.', 'x/..', './']) {
+      expect(guard().checkFile('upload', name), name).toEqual({
+        ok: false,
+        denial: { reason: 'missing-path', label: 'file upload' },
+      });
+    }
+  });
+
+  it('under "." is the root itself', () => {
+    const g = guardOn(undefined, ['rw:**'], { mode: 'write', paths: [{ file: true, under: '.' }] });
+    expect(g.checkFile('f', 'a.txt')).toMatchObject({ ok: true, file: { path: '/a.txt' } });
+    expect(g.checkFile('f', '/')).toEqual({
+      ok: false,
+      denial: { reason: 'missing-path', label: 'file *' },
+    });
+  });
+});
