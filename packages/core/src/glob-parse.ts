@@ -18,8 +18,12 @@ export type GlobNode =
 /** A grammar error: `rule.ts` adds the rule's number and text. */
 export class GlobSyntaxError extends Error {}
 
+/** Deeper nesting is refused: the recursive parser must not overflow the stack. */
+export const MAX_BRACE_DEPTH = 32;
+
 class Parser {
   private pos = 0;
+  private depth = 0;
   constructor(private readonly chars: readonly string[]) {}
 
   /** A sequence, up to the end or (inside braces) up to `,` or `}`. */
@@ -62,12 +66,16 @@ class Parser {
 
   /** `{a,b}`: alternatives may nest and hold `/`; `{a}` is one alternative. */
   private brace(): GlobNode {
+    if (++this.depth > MAX_BRACE_DEPTH) {
+      throw new GlobSyntaxError(`braces nest deeper than ${MAX_BRACE_DEPTH}`);
+    }
     const alternatives = [this.sequence(true)];
     while (this.chars[this.pos] === ',') {
       this.pos++;
       alternatives.push(this.sequence(true));
     }
     this.pos++; // the closing `}` (sequence() threw if there was none)
+    this.depth--;
     return { type: 'brace', alternatives };
   }
 

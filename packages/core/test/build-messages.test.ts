@@ -103,6 +103,9 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     ['{uploads,..}/x', 'lies outside the root'],
     ['/srv/{a,../etc}', 'lies outside the root'],
     ['{a,b}'.repeat(11), 'braces expand to more than 1024 alternatives'],
+    // deep nesting is refused by name, never a stack overflow (RangeError)
+    [`${'{'.repeat(33)}a${'}'.repeat(33)}`, 'braces nest deeper than 32'],
+    [`${'{'.repeat(5000)}a${'}'.repeat(5000)}`, 'braces nest deeper than 32'],
     [
       'x/{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q}{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q}{a,b,c,d}',
       'braces expand to more than 1024 alternatives',
@@ -116,6 +119,14 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
       expect(typeErrorOf(build)).toBe(`rule 2 ${JSON.stringify(rule)}: ${reason}`);
     },
   );
+
+  it('braces may nest 32 deep', () => {
+    const p = new PermissionPolicy({
+      root: '/srv',
+      permissions: { fs: [`${'{'.repeat(32)}a${'}'.repeat(32)}`] },
+    });
+    expect(checkFs(p, 'a', 'read')).toMatchObject({ outcome: 'allow' });
+  });
 
   it('braces may expand to exactly 1024 alternatives', () => {
     const p = new PermissionPolicy({ root: '/srv', permissions: { fs: ['{a,b}'.repeat(10)] } });
