@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import picomatch from 'picomatch';
-import { median, summary, table } from './report.mjs';
+import { median, shuffle, summary, table } from './report.mjs';
 
 const ROOT = '/srv/sandbox';
 const ROOT_SLASH = `${ROOT}/`;
@@ -190,15 +190,6 @@ function warmUp(variant) {
     const ns = timeBatch(variant) * variant.n;
     variant.n = Math.max(1, Math.round((variant.n * BATCH_NS) / Math.max(ns, 1)));
   }
-}
-
-function shuffle(items) {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
 }
 
 /**

@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { summary, table } from './report.mjs';
+import { shuffle, summary, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -454,15 +454,6 @@ async function measure(frameworks) {
 }
 
 // -------------------------------------------------------------------- report
-
-function shuffle(items) {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
-}
 
 const fmtRatio = (r) => r.toFixed(3);
 const fmtRps = (r) => Math.round(r).toLocaleString('en-US');

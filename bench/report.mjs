@@ -1,5 +1,5 @@
-// What every benchmark of this folder reports with: quantiles of per-round
-// samples, and plain-text tables.
+// What every benchmark of this folder shares: the shuffled order of a round,
+// quantiles of per-round samples, and plain-text tables.
 
 /** The q-quantile of `values`, interpolated between the nearest ranks. */
 export function quantile(values, q) {
@@ -27,4 +27,14 @@ export function table(headers, rows) {
       .join('  ')
       .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** A shuffled copy (Fisher–Yates): each round times its variants in a new order. */
+export function shuffle(items) {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }

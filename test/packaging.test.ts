@@ -37,6 +37,7 @@ const NAMES = [
   'readFunction',
   'resolveSymlinks',
   'RouteGuard',
+  'setOwn',
   'SAND_PERM_CODES',
   'SandboxPermissionError',
 ];
@@ -167,6 +168,7 @@ describe('@pathgate/core as a built package', () => {
       readFunction: 'function',
       resolveSymlinks: 'function',
       RouteGuard: 'function',
+      setOwn: 'function',
       SAND_PERM_CODES: 'object',
       SandboxPermissionError: 'function',
     });

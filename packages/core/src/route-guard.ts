@@ -1,5 +1,6 @@
 import { canonicalizeValue, isWithin } from './canonicalize.js';
 import { type CheckResult, checkFs, type DenyReason, type FsAccessMode } from './check-fs.js';
+import { setOwn } from './own-key.js';
 import type { PermissionPolicy } from './policy.js';
 import {
   type CompiledSpec,
@@ -50,18 +51,6 @@ export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
 export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
 
 const ALLOWED: GuardResult = { ok: true };
-
-/** Stores a checked path under its selector's text; `__proto__` must not hit the setter. */
-function record(target: Record<string, string | string[]>, key: string, paths: string | string[]) {
-  if (key === '__proto__') {
-    Object.defineProperty(target, key, {
-      value: paths,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  } else target[key] = paths;
-}
 
 const deny = (reason: GuardDenyReason, label: string, result?: CheckResult) => ({
   ok: false as const,
@@ -149,7 +138,7 @@ export class RouteGuard {
       }
       const checked = this.checkSelected(spec, value);
       if (typeof checked !== 'string' && !Array.isArray(checked)) return checked;
-      record(info[source], selector.label, checked);
+      setOwn(info[source], selector.label, checked);
     }
     return ALLOWED;
   }

@@ -1,4 +1,4 @@
-import type { PathSpec, RequestValues } from '@pathgate/core';
+import { type PathSpec, type RequestValues, setOwn } from '@pathgate/core';
 import type { Request } from 'express';
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -6,17 +6,9 @@ const hasOwn = Object.prototype.hasOwnProperty;
 /** Reads the parts of one request that a route's specs check. */
 export type ValuesReader = (req: Request) => RequestValues;
 
-/** Stores one param; a param named `__proto__` must not hit the setter. */
+/** Stores one param, a named wildcard's segments joined into one path. */
 function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  const joined = Array.isArray(value) ? value.join('/') : value;
-  if (key === '__proto__') {
-    Object.defineProperty(target, key, {
-      value: joined,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  } else target[key] = joined;
+  setOwn(target, key, Array.isArray(value) ? value.join('/') : value);
 }
 
 /**
