@@ -7,6 +7,7 @@ import { pathgate as fastifyGate } from '@pathgate/fastify';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import multer from 'multer';
+import { afterAll, beforeAll } from 'vitest';
 
 // Shared by the cross-package HTTP tests (parity, attack corpus, fuzzing):
 // one route table and one policy → a Fastify app and an Express app on
@@ -159,6 +160,62 @@ export async function startApps(options: AppOptions): Promise<Apps> {
   };
 }
 
+/** A pathgate deny, with what the framework had handed over. */
+export interface Denied {
+  denial: PathDenial;
+  handed: Handed;
+}
+
+/** Both apps of a test file, and what their handlers and pathgate's onDeny saw. */
+export interface Watched {
+  /** The apps, once the file's `beforeAll` started them. */
+  readonly apps: Apps;
+  /** Handler runs since the apps started: a deny must leave it unchanged. */
+  readonly calls: Record<Framework, number>;
+  /** What each handler got, since the last `clear`. */
+  readonly handled: Record<Framework, Handed[]>;
+  /** Each deny, since the last `clear`. */
+  readonly denied: Record<Framework, Denied[]>;
+  clear(framework: Framework): void;
+}
+
+/** Starts both apps in `beforeAll`, recording what they see, and closes them in `afterAll`. */
+export function watchApps(policy: PermissionPolicy, routes: readonly Route[]): Watched {
+  let started: Apps | undefined;
+  const calls: Record<Framework, number> = { fastify: 0, express: 0 };
+  const handled: Record<Framework, Handed[]> = { fastify: [], express: [] };
+  const denied: Record<Framework, Denied[]> = { fastify: [], express: [] };
+  beforeAll(async () => {
+    started = await startApps({
+      policy,
+      routes,
+      onHandle: (framework, handed) => {
+        calls[framework] += 1;
+        handled[framework].push(handed);
+      },
+      onDeny: (framework, denial, handed) => {
+        denied[framework].push({ denial, handed });
+      },
+    });
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    get apps() {
+      if (started === undefined) throw new Error('the apps start in beforeAll');
+      return started;
+    },
+    calls,
+    handled,
+    denied,
+    clear(framework) {
+      handled[framework].length = 0;
+      denied[framework].length = 0;
+    },
+  };
+}
+
 export interface Sent {
   method?: string;
   /** The request target, sent as is (latin1 bytes): `%00`, `%c0%ae`, `..` reach the router untouched. */
@@ -243,16 +300,7 @@ export function sendBytes(port: number, head: string): Promise<Got> {
   });
 }
 
-/** The 403 body both adapters send, as the README writes it: it names the spec, never the value. */
-export function forbidden(reason: string, label: string): object {
-  return {
-    statusCode: 403,
-    code: 'PATHGATE_DENIED',
-    error: 'Forbidden',
-    message: `${label}: path denied (${reason})`,
-    reason,
-  };
-}
+export { forbidden } from './answer.js';
 
 export const BOUNDARY = '----pathgate-corpus-7MA4YWxkTrZu0gW';
 export const MULTIPART_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;

@@ -1,21 +1,14 @@
+import { checkFs, isInside, type PathgateInfo, type PathSpec } from '@pathgate/core';
+import { describe, expect, it } from 'vitest';
 import {
-  checkFs,
-  isInside,
-  type PathDenial,
-  type PathgateInfo,
-  type PathSpec,
-} from '@pathgate/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type Apps,
+  type Denied,
   FRAMEWORKS,
-  type Framework,
   forbidden,
   type Got,
   type Handed,
   send,
   sendBytes,
-  startApps,
+  watchApps,
 } from './apps.js';
 import {
   CORPUS,
@@ -145,33 +138,7 @@ describe('(a) the core, given the value each framework hands over', () => {
   });
 });
 
-interface Denied {
-  denial: PathDenial;
-  handed: Handed;
-}
-
-const calls: Record<Framework, number> = { fastify: 0, express: 0 };
-const handled: Record<Framework, Handed[]> = { fastify: [], express: [] };
-const denied: Record<Framework, Denied[]> = { fastify: [], express: [] };
-let apps: Apps;
-
-beforeAll(async () => {
-  apps = await startApps({
-    policy,
-    routes: ROUTES,
-    onHandle: (framework, handed) => {
-      calls[framework] += 1;
-      handled[framework].push(handed);
-    },
-    onDeny: (framework, denial, handed) => {
-      denied[framework].push({ denial, handed });
-    },
-  });
-});
-
-afterAll(async () => {
-  await apps?.close();
-});
+const seen = watchApps(policy, ROUTES);
 
 function deliver(port: number, row: CorpusRow): Promise<Got> {
   const request = requestOf(row);
@@ -193,23 +160,22 @@ describe.each(FRAMEWORKS)('(b, c) %s over HTTP', (framework) => {
     const side = sideOf(row, framework);
     const expected = side.expect;
     const { route } = LOCATIONS[row.at];
-    handled[framework].length = 0;
-    denied[framework].length = 0;
-    const before = calls[framework];
+    seen.clear(framework);
+    const before = seen.calls[framework];
 
-    const got = await deliver(apps[framework].port, row);
+    const got = await deliver(seen.apps[framework].port, row);
 
     if (expected.status === 200) {
       expect(got.status).toBe(200);
-      expect(calls[framework] - before).toBe(1);
-      expect(denied[framework]).toEqual([]);
+      expect(seen.calls[framework] - before).toBe(1);
+      expect(seen.denied[framework]).toEqual([]);
       const { pathgate } = got.body as { pathgate: PathgateInfo };
       expect(pathsOf(row.at, pathgate)).toEqual(expectedPaths(row, expected));
       // The adapter's info is the core's for the value the framework handed over.
       const value = handedValue(row, side);
       expect(decide(row.at, value)).toEqual({ status: 200, info: pathgate });
       if (row.at !== 'multipart') {
-        expect(selected(row, handled[framework][0] as Handed)).toEqual(value);
+        expect(selected(row, seen.handled[framework][0] as Handed)).toEqual(value);
       }
       // Independently: each path lies inside the root and an allowing rule matches it.
       for (const path of [pathsOf(row.at, pathgate)].flat() as string[]) {
@@ -219,9 +185,9 @@ describe.each(FRAMEWORKS)('(b, c) %s over HTTP', (framework) => {
     } else if (expected.status === 403) {
       const label = expected.label ?? LOCATIONS[row.at].label;
       expect(got).toEqual({ status: 403, body: forbidden(expected.reason, label) });
-      expect(calls[framework] - before).toBe(0);
-      expect(denied[framework]).toHaveLength(1);
-      const [{ denial, handed }] = denied[framework] as [Denied];
+      expect(seen.calls[framework] - before).toBe(0);
+      expect(seen.denied[framework]).toHaveLength(1);
+      const [{ denial, handed }] = seen.denied[framework] as [Denied];
       expect({ reason: denial.reason, label: denial.label }).toEqual({
         reason: expected.reason,
         label,
@@ -235,8 +201,8 @@ describe.each(FRAMEWORKS)('(b, c) %s over HTTP', (framework) => {
     } else {
       // Refused before pathgate: no deny, no handler.
       expect(got.status).toBe(expected.status);
-      expect(calls[framework] - before).toBe(0);
-      expect(denied[framework]).toEqual([]);
+      expect(seen.calls[framework] - before).toBe(0);
+      expect(seen.denied[framework]).toEqual([]);
     }
   });
 });

@@ -1,8 +1,7 @@
-import { checkFs, isInside, type PathDenial } from '@pathgate/core';
+import { checkFs, isInside } from '@pathgate/core';
 import fc from 'fast-check';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  type Apps,
   FRAMEWORKS,
   type Framework,
   forbidden,
@@ -12,7 +11,7 @@ import {
   multipartBody,
   type Sent,
   send,
-  startApps,
+  watchApps,
 } from './apps.js';
 import {
   decide,
@@ -40,29 +39,7 @@ const RUNS = 250;
 /** Allowed and denied answers in the current property: both must occur, or it proved little. */
 const tally = { allow: 0, deny: 0 };
 
-const calls: Record<Framework, number> = { fastify: 0, express: 0 };
-const handed: Record<Framework, Handed[]> = { fastify: [], express: [] };
-const denials: Record<Framework, PathDenial[]> = { fastify: [], express: [] };
-let apps: Apps;
-
-beforeAll(async () => {
-  apps = await startApps({
-    policy,
-    routes: ROUTES,
-    onHandle: (framework, values) => {
-      calls[framework] += 1;
-      handed[framework].push(values);
-    },
-    onDeny: (framework, denial, values) => {
-      denials[framework].push(denial);
-      handed[framework].push(values);
-    },
-  });
-});
-
-afterAll(async () => {
-  await apps?.close();
-});
+const seen = watchApps(policy, ROUTES);
 
 // ---- values -------------------------------------------------------------------
 
@@ -161,11 +138,13 @@ async function agree(
   sent: Sent,
   handedValue?: (h: Handed) => unknown,
 ): Promise<void> {
-  handed[framework].length = 0;
-  denials[framework].length = 0;
-  const before = calls[framework];
-  const got: Got = await send(apps[framework].port, sent);
-  if (handedValue) expect(handed[framework].map(handedValue)).toEqual([value]);
+  seen.clear(framework);
+  const before = seen.calls[framework];
+  const got: Got = await send(seen.apps[framework].port, sent);
+  if (handedValue) {
+    const handed = [...seen.handled[framework], ...seen.denied[framework].map((d) => d.handed)];
+    expect(handed.map(handedValue)).toEqual([value]);
+  }
   const decision = decide(at, value);
   const { mode } = LOCATIONS[at].route;
   if (decision.status === 403) {
@@ -174,15 +153,15 @@ async function agree(
       status: 403,
       body: forbidden(decision.denial.reason, decision.denial.label),
     });
-    expect(calls[framework] - before).toBe(0);
-    expect(denials[framework].map((d) => [d.reason, d.label, d.result?.path])).toEqual([
-      [decision.denial.reason, decision.denial.label, decision.denial.result?.path],
-    ]);
+    expect(seen.calls[framework] - before).toBe(0);
+    expect(
+      seen.denied[framework].map(({ denial: d }) => [d.reason, d.label, d.result?.path]),
+    ).toEqual([[decision.denial.reason, decision.denial.label, decision.denial.result?.path]]);
     return;
   }
   tally.allow += 1;
   expect(got).toEqual({ status: 200, body: { pathgate: decision.info } });
-  expect(calls[framework] - before).toBe(1);
+  expect(seen.calls[framework] - before).toBe(1);
   for (const path of [pathsOf(at, decision.info)].flat() as string[]) {
     // An independent look at what the handler got.
     expect(isInside(path, ROOT)).toBe(true);
@@ -192,12 +171,12 @@ async function agree(
 
 /** A request the framework refuses before pathgate runs: that status, no deny, no handler. */
 async function refusedBefore(framework: Framework, sent: Sent, status: number): Promise<void> {
-  denials[framework].length = 0;
-  const before = calls[framework];
-  const got = await send(apps[framework].port, sent);
+  seen.clear(framework);
+  const before = seen.calls[framework];
+  const got = await send(seen.apps[framework].port, sent);
   expect(got.status).toBe(status);
-  expect(calls[framework] - before).toBe(0);
-  expect(denials[framework]).toEqual([]);
+  expect(seen.calls[framework] - before).toBe(0);
+  expect(seen.denied[framework]).toEqual([]);
 }
 
 const own = (from: unknown, key: string): unknown =>

@@ -1,27 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-// STYLE.md habit 11: the built package is imported as ESM and as CJS, the way
-// a user's app resolves it: through its `exports` map, from a node_modules
-// folder, in a plain `node` process (no vitest alias, no TypeScript).
-// The builds are assumed present: the root `npm run check` builds first.
+import { BUILT, type Installed, installBuilt } from './built-package.js';
 
 const CORE = fileURLToPath(new URL('../packages/core', import.meta.url));
 const DIST = join(CORE, 'dist');
-const BUILT = ['index.js', 'index.cjs', 'index.d.ts', 'index.d.cts'];
 
 const NAMES = [
   'canonicalize',
@@ -83,55 +67,17 @@ function probe(core, where, tmp) {
 }
 `;
 
-const ESM = `${PROBE}
-const core = await import('@pathgate/core');
-const where = new URL(import.meta.resolve('@pathgate/core')).pathname;
-console.log(JSON.stringify(probe(core, where, process.argv[2])));
-`;
-
-const CJS = `${PROBE}
-const core = require('@pathgate/core');
-const where = require.resolve('@pathgate/core');
-console.log(JSON.stringify(probe(core, where, process.argv[2])));
-`;
-
-type Report = Record<string, unknown> & { where: string; names: string[]; resolved: string };
-
-let tmp = '';
-const reports = new Map<string, Report>();
-/** Runs a probe script once in a plain node process and parses its JSON report. */
-const run = (script: string): Report => {
-  let report = reports.get(script);
-  if (!report) {
-    const out = execFileSync(process.execPath, [join(tmp, script), tmp], {
-      cwd: tmp,
-      encoding: 'utf8',
-    });
-    report = JSON.parse(out) as Report;
-    reports.set(script, report);
-  }
-  return report;
-};
+let installed: Installed;
+const run = (script: 'esm.mjs' | 'cjs.cjs') => installed.run(script);
 
 beforeAll(() => {
-  const missing = BUILT.filter((file) => !existsSync(join(DIST, file)));
-  if (missing.length > 0) {
-    throw new Error(
-      `packages/core/dist is missing ${missing.join(', ')}: run \`npm run build\` first`,
-    );
-  }
-  tmp = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-packaging-')));
-  mkdirSync(join(tmp, 'node_modules', '@pathgate'), { recursive: true });
-  symlinkSync(CORE, join(tmp, 'node_modules', '@pathgate', 'core'), 'dir');
-  mkdirSync(join(tmp, 'real'));
-  symlinkSync(join(tmp, 'real'), join(tmp, 'link'), 'dir');
-  writeFileSync(join(tmp, 'esm.mjs'), ESM);
-  writeFileSync(join(tmp, 'cjs.cjs'), CJS);
+  installed = installBuilt('@pathgate/core', CORE, PROBE);
+  // For resolveSymlinks: a link to a real folder, then a name missing below it.
+  mkdirSync(join(installed.tmp, 'real'));
+  symlinkSync(join(installed.tmp, 'real'), join(installed.tmp, 'link'), 'dir');
 });
 
-afterAll(() => {
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => installed?.remove());
 
 describe('@pathgate/core as a built package', () => {
   it('ships the ESM, CJS and both declaration files', () => {
@@ -174,7 +120,7 @@ describe('@pathgate/core as a built package', () => {
     });
   });
 
-  it.each(['esm.mjs', 'cjs.cjs'])('%s: the exports work', (script) => {
+  it.each(['esm.mjs', 'cjs.cjs'] as const)('%s: the exports work', (script) => {
     const { where: _where, ...report } = run(script);
     expect(report).toEqual({
       names: [...NAMES].sort(),
@@ -186,7 +132,7 @@ describe('@pathgate/core as a built package', () => {
       ],
       checkFs: ['allow', 'mode-not-permitted', 'path-not-in-allowlist'],
       predicates: [true, false, true, true],
-      resolved: join(tmp, 'real', 'missing'),
+      resolved: join(installed.tmp, 'real', 'missing'),
       guard: {
         allowed: { ok: true },
         info: {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ErrorRequestHandler, Express } from 'express';
+import { type Answer, readAnswer } from '../../../test/answer.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
 export function tempRoot(): { root: string; remove: () => void } {
@@ -47,40 +48,20 @@ export async function serve(app: Express): Promise<Served> {
   };
 }
 
-export interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  json: unknown;
-}
-
 /** One request with node:http: the path is sent byte for byte (no URL normalization). */
 export function request(
   port: number,
   method: string,
   path: string,
   options: { headers?: http.OutgoingHttpHeaders; body?: Buffer | string; chunked?: boolean } = {},
-): Promise<Reply> {
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
     // chunked: no content-length, so node:http sends `transfer-encoding: chunked`.
     const length = body && !options.chunked ? { 'content-length': body.length } : {};
     const headers = { ...options.headers, ...length };
     const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-    });
+    req.on('response', (res) => readAnswer(res).then(resolve, reject));
     req.on('error', reject);
     req.end(body);
   });
@@ -127,7 +108,7 @@ export function multipart(parts: readonly RawPart[]): Buffer {
   return Buffer.concat(chunks);
 }
 
-export function upload(port: number, path: string, parts: readonly RawPart[]): Promise<Reply> {
+export function upload(port: number, path: string, parts: readonly RawPart[]): Promise<Answer> {
   return request(port, 'POST', path, {
     headers: { 'content-type': MULTIPART },
     body: multipart(parts),

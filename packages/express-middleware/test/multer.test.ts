@@ -5,6 +5,7 @@ import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import express from 'express';
 import multer from 'multer';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Answer } from '../../../test/answer.js';
 import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
 import {
   countingErrorHandler,
@@ -14,7 +15,6 @@ import {
   MULTIPART,
   multipart,
   type RawPart,
-  type Reply,
   request,
   type Served,
   serve,
@@ -132,11 +132,11 @@ beforeEach(() => {
 });
 
 const send = (path: string, parts: readonly RawPart[]) => upload(served.port, path, parts);
-const handled = (res: Reply) => res.json as Handled;
+const handled = (res: Answer) => res.json as Handled;
 const uploads = () => (existsSync(join(root, 'uploads')) ? filesUnder(join(root, 'uploads')) : []);
 
 /** A 403 with the core body; nothing reached the handler or the error handler. */
-async function expectDenied(res: Reply, reason: GuardDenyReason, label: string) {
+async function expectDenied(res: Answer, reason: GuardDenyReason, label: string) {
   expect(res.status).toBe(403);
   expect(res.json).toEqual(denyBody({ reason, label }));
   expect(res.text).not.toContain(root);

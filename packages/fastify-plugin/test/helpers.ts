@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { afterEach } from 'vitest';
+import { type Answer, forbidden, readAnswer } from '../../../test/answer.js';
 
 // Shared by the topic files: real servers on 127.0.0.1, raw HTTP clients,
 // temp sandboxes. Everything made here is closed or removed after each test.
@@ -44,13 +45,6 @@ export async function listen(app: FastifyInstance): Promise<number> {
   return (app.server.address() as AddressInfo).port;
 }
 
-export interface RawResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  json: unknown;
-}
-
 export interface RawRequest {
   method?: string;
   /** Sent as is: `%00`, `%c0%ae` and friends reach the server untouched. */
@@ -61,7 +55,7 @@ export interface RawRequest {
 }
 
 /** One request with node:http, which sends the path bytes exactly as given. */
-export function request(port: number, options: RawRequest): Promise<RawResponse> {
+export function request(port: number, options: RawRequest): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -72,20 +66,7 @@ export function request(port: number, options: RawRequest): Promise<RawResponse>
         headers: options.headers,
         agent: options.agent ?? false,
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-      },
+      (res) => readAnswer(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end(options.body);
@@ -93,7 +74,7 @@ export function request(port: number, options: RawRequest): Promise<RawResponse>
 }
 
 /** JSON in, JSON out. */
-export function postJson(port: number, path: string, body: unknown): Promise<RawResponse> {
+export function postJson(port: number, path: string, body: unknown): Promise<Answer> {
   return request(port, {
     method: 'POST',
     path,
@@ -134,7 +115,7 @@ export function postMultipart(
   port: number,
   path: string,
   parts: readonly RawPart[],
-): Promise<RawResponse> {
+): Promise<Answer> {
   const body = multipartBody(parts);
   return request(port, {
     method: 'POST',
@@ -147,13 +128,5 @@ export function postMultipart(
   });
 }
 
-/** The 403 body pathgate sends: Fastify's error shape plus the reason. */
-export function denied(label: string, reason: string): object {
-  return {
-    statusCode: 403,
-    code: 'PATHGATE_DENIED',
-    error: 'Forbidden',
-    message: `${label}: path denied (${reason})`,
-    reason,
-  };
-}
+/** The 403 body pathgate sends, label first. */
+export const denied = (label: string, reason: string): object => forbidden(reason, label);

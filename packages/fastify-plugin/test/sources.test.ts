@@ -1,7 +1,8 @@
 import type { RouteGuardOptions } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
+import type { Answer } from '../../../test/answer.js';
 import pathgate from '../src/index.js';
-import { denied, listen, newApp, type RawResponse, request, sandbox } from './helpers.js';
+import { denied, listen, newApp, request, sandbox } from './helpers.js';
 
 // Each source (params, query, body, headers) through real HTTP on 127.0.0.1:
 // allowed, denied with each reason, missing, optional, `under`, both modes.
@@ -18,7 +19,7 @@ interface Server {
     path: string,
     body?: unknown,
     headers?: Record<string, string>,
-  ) => Promise<RawResponse>;
+  ) => Promise<Answer>;
 }
 
 /** One guarded route per declaration; the handler echoes `request.pathgate`. */
@@ -60,7 +61,7 @@ async function serve(
 /** A deny: exact body, no root in the reply, and the handler never ran for it. */
 async function expectDenied(
   server: Server,
-  send: () => Promise<RawResponse>,
+  send: () => Promise<Answer>,
   label: string,
   reason: string,
 ): Promise<void> {

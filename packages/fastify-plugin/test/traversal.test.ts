@@ -1,7 +1,8 @@
 import type { FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import type { Answer } from '../../../test/answer.js';
 import pathgate, { type PathSpec } from '../src/index.js';
-import { denied, listen, newApp, type RawResponse, request, sandbox } from './helpers.js';
+import { denied, listen, newApp, request, sandbox } from './helpers.js';
 
 // Attacks through the real router and parsers, with raw bytes on the wire
 // (node:http sends the path exactly as written). The framework decodes once;
@@ -11,7 +12,7 @@ import { denied, listen, newApp, type RawResponse, request, sandbox } from './he
 interface Server {
   root: string;
   calls: () => number;
-  send: (method: string, path: string, body?: string) => Promise<RawResponse>;
+  send: (method: string, path: string, body?: string) => Promise<Answer>;
 }
 
 async function serve(options: FastifyServerOptions = {}): Promise<Server> {

@@ -1,0 +1,41 @@
+import type http from 'node:http';
+
+// Shared by the adapters' test helpers and the cross-package tests: what a
+// raw node:http client reads back, and the 403 body pathgate must send.
+
+/** An answer read whole: status, headers, text, and the JSON when the text parses. */
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json: unknown;
+}
+
+export function readAnswer(res: http.IncomingMessage): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('error', reject);
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+    });
+  });
+}
+
+/** The 403 body pathgate sends, written out by hand: Fastify's error shape plus the reason. */
+export function forbidden(reason: string, label: string): object {
+  return {
+    statusCode: 403,
+    code: 'PATHGATE_DENIED',
+    error: 'Forbidden',
+    message: `${label}: path denied (${reason})`,
+    reason,
+  };
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Installed, installBuilt } from './built-package.js';
+
+// The adapters' builds, imported as ESM and CJS from a node_modules folder;
+// their d.ts files carry the declaration merging.
+
+const SCRIPTS = ['esm.mjs', 'cjs.cjs'] as const;
+
+interface Adapter {
+  readonly name: string;
+  readonly dir: string;
+  readonly probe: string;
+  /** The whole report but `where`, for both module systems. */
+  readonly expected: object;
+  /** What the d.ts files must declare: the declaration merging. */
+  readonly types: readonly (string | RegExp)[];
+}
+
+const EXPRESS: Adapter = {
+  name: '@pathgate/express',
+  dir: fileURLToPath(new URL('../packages/express-middleware', import.meta.url)),
+  probe: `
+function probe(mod, where) {
+  const gate = mod.pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
+  const upload = gate.multer();
+  let thrown;
+  try { mod.pathgate({ fs: [], nope: 1 }); } catch (e) { thrown = [e.constructor.name, e.message]; }
+  return {
+    where,
+    names: Object.keys(mod).sort(),
+    sameDefault: (mod.default.pathgate ?? mod.default) === mod.pathgate,
+    middleware: [typeof gate.read({ params: 'path' }), typeof gate.write({ file: 'avatar' })],
+    multer: ['single', 'array', 'fields', 'any', 'none'].map((m) => typeof upload[m]),
+    error: new mod.PathgateDeniedError({ reason: 'nul-byte', label: 'body.to' }).message,
+    thrown,
+  };
+}`,
+  expected: {
+    names: ['PathgateDeniedError', 'PathgateStorageError', 'STORAGE_CODES', 'default', 'pathgate'],
+    sameDefault: true,
+    middleware: ['function', 'function'],
+    multer: ['function', 'function', 'function', 'function', 'function'],
+    error: 'body.to: path denied (nul-byte)',
+    thrown: ['TypeError', 'pathgate: unknown option "nope"'],
+  },
+  types: [
+    /declare global \{\s*namespace Express \{\s*interface Request extends PathgateRequestFields/,
+    /namespace Multer \{\s*interface File extends PathgateFileFields/,
+    'pathgate?: PathgateInfo;',
+    'pathgatePath?: string;',
+  ],
+};
+
+const FASTIFY: Adapter = {
+  name: '@pathgate/fastify',
+  dir: fileURLToPath(new URL('../packages/fastify-plugin', import.meta.url)),
+  probe: `
+function probe(mod, where) {
+  const plugin = mod.default.pathgate ?? mod.default;
+  const denied = new mod.PathgateDeniedError('body.to: path denied (nul-byte)');
+  return {
+    where,
+    names: Object.keys(mod).sort(),
+    sameDefault: plugin === mod.pathgate,
+    meta: plugin[Symbol.for('plugin-meta')],
+    skipOverride: plugin[Symbol.for('skip-override')],
+    denied: [denied instanceof Error, denied.statusCode, denied.code, denied.message],
+    config: new mod.PathgateRouteConfigError().statusCode,
+  };
+}`,
+  expected: {
+    names: ['PathgateDeniedError', 'PathgateRouteConfigError', 'default', 'pathgate'],
+    sameDefault: true,
+    meta: { fastify: '5.x', name: '@pathgate/fastify' },
+    skipOverride: true,
+    denied: [true, 403, 'PATHGATE_DENIED', 'body.to: path denied (nul-byte)'],
+    config: 500,
+  },
+  types: [
+    /declare module 'fastify' \{\s*interface FastifyContextConfig \{[^}]*pathgate\?: RouteGuardOptions;/,
+    /interface FastifyRequest \{[^}]*readonly pathgate: PathgateInfo \| null;/,
+    /declare module '@fastify\/multipart' \{\s*interface MultipartFile \{[^}]*pathgatePath\?: string;/,
+  ],
+};
+
+describe.each([EXPRESS, FASTIFY])('$name as a built package', (adapter) => {
+  let installed: Installed;
+  beforeAll(() => {
+    installed = installBuilt(adapter.name, adapter.dir, adapter.probe);
+  });
+  afterAll(() => installed?.remove());
+
+  it.each([
+    ['esm.mjs', 'index.js'],
+    ['cjs.cjs', 'index.cjs'],
+  ] as const)('%s resolves dist/%s and works', (script, file) => {
+    const { where, ...report } = installed.run(script);
+    expect(where).toBe(join(adapter.dir, 'dist', file));
+    expect(report).toEqual(adapter.expected);
+  });
+
+  it('exports the same names under import and require', () => {
+    const [esm, cjs] = SCRIPTS.map((script) => installed.run(script));
+    expect(cjs?.names).toEqual(esm?.names);
+  });
+
+  it.each(['index.d.ts', 'index.d.cts'])('%s carries the declaration merging', (file) => {
+    const types = readFileSync(join(adapter.dir, 'dist', file), 'utf8');
+    for (const declared of adapter.types) {
+      if (typeof declared === 'string') expect(types).toContain(declared);
+      else expect(types).toMatch(declared);
+    }
+  });
+});
