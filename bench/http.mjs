@@ -16,9 +16,9 @@
 // varies from one start to the next, so one start must not decide the result.
 //
 // `node bench/http.mjs` runs both frameworks, `node bench/http.mjs express` one.
-// Environment: BENCH_ROUNDS (default 15), BENCH_RESTART_EVERY (3),
-// BENCH_WINDOW_S (1.5), BENCH_CONNECTIONS (4), BENCH_WARMUP_REQUESTS (3000),
-// BENCH_WARMUP_MAX_S (2); BENCH_JSON=<file> also writes every round's numbers.
+// Environment: BENCH_ROUNDS (default 30), BENCH_RESTART_EVERY (5),
+// BENCH_WINDOW_S (1.5), BENCH_CONNECTIONS (4), BENCH_WARMUP_REQUESTS (20000),
+// BENCH_WARMUP_MAX_S (8); BENCH_JSON=<file> also writes every round's numbers.
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { shuffle, summary, table } from './report.mjs';
+import { envNumber, shuffle, summary, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -35,14 +35,14 @@ const SERVER = path.join(HERE, 'http-server.mjs');
 const PIN_ENV = 'PATHGATE_HTTP_BENCH_PIN'; // set in the re-executed process: "<client cpu>,<server cpu>" or "none: why"
 
 const FRAMEWORKS = ['fastify', 'express'];
-const ROUNDS = envNumber('BENCH_ROUNDS', 15, 1);
-const RESTART_EVERY = envNumber('BENCH_RESTART_EVERY', 3, 1);
+const ROUNDS = envNumber('BENCH_ROUNDS', 30, 1);
+const RESTART_EVERY = envNumber('BENCH_RESTART_EVERY', 5, 1);
 const WINDOW_MS = envNumber('BENCH_WINDOW_S', 1.5, 0.1) * 1000;
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 4, 1);
 const LEAD_MS = 100; // load runs this long before the counted window: connections open, queues fill
 // After each (re)start, unrecorded: until the slowest server answered WARMUP_REQUESTS (both routes), at most WARMUP_MAX_MS.
-const WARMUP_REQUESTS = envNumber('BENCH_WARMUP_REQUESTS', 3000, 0);
-const WARMUP_MAX_MS = envNumber('BENCH_WARMUP_MAX_S', 2, 0) * 1000;
+const WARMUP_REQUESTS = envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0);
+const WARMUP_MAX_MS = envNumber('BENCH_WARMUP_MAX_S', 8, 0) * 1000;
 const WARMUP_STEP_MS = 500;
 const START_TIMEOUT_MS = 30_000;
 
@@ -105,17 +105,6 @@ const GOALS = {
 };
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function envNumber(name, fallback, min) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) {
-    console.error(`${name} must be a number ≥ ${min}, got ${raw}`);
-    process.exit(2);
-  }
-  return value;
-}
 
 // ---------------------------------------------------------------- CPU pinning
 
@@ -390,8 +379,10 @@ async function loadRound(servers, routes, windowMs) {
 
 /**
  * Loads both routes on every server until the slowest server has answered
- * WARMUP_REQUESTS, or for WARMUP_MAX_MS: V8 needs some thousands of requests
- * before the handlers' code is optimized. Returns the slowest count.
+ * WARMUP_REQUESTS, or for WARMUP_MAX_MS: the steady state a long-running
+ * server lives in. V8 optimizes each function only once it is hot; after 3,000
+ * requests the guard's code was still partly unoptimized, and guarded/bare
+ * read 0.92 where the steady state reads 0.96. Returns the slowest count.
  */
 async function warmUp(servers) {
   const answered = new Map(servers.map((s) => [s.id, 0]));

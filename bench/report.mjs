@@ -38,3 +38,15 @@ export function shuffle(items) {
   }
   return out;
 }
+
+/** A numeric setting from the environment, at least `min`; a bad value stops the script (exit 2). */
+export function envNumber(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) {
+    console.error(`${name} must be a number ≥ ${min}, got ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
