@@ -8,12 +8,12 @@ import {
   type GuardDenyReason,
   type GuardResult,
   type PathDenial,
-  type PathgateInfo,
   PermissionPolicy,
   type RequestValues,
   type RouteGuard,
   type RouteGuardOptions,
 } from '../src/index.js';
+import { runGuard } from './guard-run.js';
 
 // DESIGN.md, "The adapters": the framework-free request guard both adapters
 // share. Per route: a mode and selectors naming where path values come from
@@ -30,14 +30,6 @@ const policy = new PermissionPolicy({
 
 const guardOf = (options: unknown, p: PermissionPolicy = policy): RouteGuard =>
   compileRouteGuard(p, options as RouteGuardOptions, 'POST /move');
-
-const run = (
-  guard: RouteGuard,
-  values: RequestValues,
-): { result: GuardResult; info: PathgateInfo } => {
-  const info = guard.newInfo();
-  return { result: guard.checkRequest(values, info), info };
-};
 
 const denialOf = (result: GuardResult | FileResult): PathDenial => {
   if (result.ok) throw new Error('expected a denial, got ok');
@@ -204,7 +196,7 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
 
   it('accepts `under` that normalizes inside the root', () => {
     const guard = guardOf({ mode: 'read', paths: [{ body: 'a', under: './docs/x/../' }] });
-    const { result, info } = run(guard, { body: { a: 'f.txt' } });
+    const { result, info } = runGuard(guard, { body: { a: 'f.txt' } });
     expect(result).toEqual({ ok: true });
     expect(info.body).toEqual({ a: '/srv/root/docs/f.txt' });
   });
@@ -229,7 +221,7 @@ describe('checkRequest: sources, selectors and the info record', () => {
   });
 
   it('records the canonical path of every source by selector label', () => {
-    const { result, info } = run(guard, {
+    const { result, info } = runGuard(guard, {
       params: { '*': 'docs/a.txt' },
       query: { dir: './docs//sub/' },
       body: { from: '/srv/root/docs/x/../b.txt', files: [{ path: 'uploads/c' }, { path: 42 }] },
@@ -247,7 +239,7 @@ describe('checkRequest: sources, selectors and the info record', () => {
   });
 
   it('skips an optional missing value and leaves it out of info', () => {
-    const { result, info } = run(guard, { query: { dir: 'docs' } });
+    const { result, info } = runGuard(guard, { query: { dir: 'docs' } });
     expect(result).toEqual({ ok: true });
     expect(info.query).toEqual({ dir: '/srv/root/docs' });
     expect(Object.keys(info.params)).toEqual([]);
@@ -256,7 +248,7 @@ describe('checkRequest: sources, selectors and the info record', () => {
   });
 
   it('reads a header by its lower-cased name and labels it so', () => {
-    const { result, info } = run(guard, { headers: { 'x-path': '../../etc/passwd' } });
+    const { result, info } = runGuard(guard, { headers: { 'x-path': '../../etc/passwd' } });
     expect(denialOf(result)).toMatchObject({
       reason: 'path-not-in-allowlist',
       label: 'headers.x-path',
@@ -265,7 +257,7 @@ describe('checkRequest: sources, selectors and the info record', () => {
   });
 
   it('records a selected array as a string[], even with one element', () => {
-    const { result, info } = run(guard, {
+    const { result, info } = runGuard(guard, {
       query: { dir: ['docs/a', 'uploads/b'] },
       body: { from: ['docs/only'] },
     });
@@ -275,7 +267,7 @@ describe('checkRequest: sources, selectors and the info record', () => {
   });
 
   it('NFC-normalizes the recorded path', () => {
-    const { info } = run(guard, { query: { dir: 'docs/cafe\u0301' } });
+    const { info } = runGuard(guard, { query: { dir: 'docs/cafe\u0301' } });
     expect(info.query.dir).toBe('/srv/root/docs/caf\u00e9');
   });
 
@@ -364,7 +356,7 @@ describe('checkRequest: each deny reason surfaces with its label', () => {
   ];
 
   it.each(ROWS)('%s', (_name, values, want) => {
-    const { result, info } = run(guard, values);
+    const { result, info } = runGuard(guard, values);
     expect(result).toEqual({ ok: false, denial: want });
     const denial = denialOf(result);
     expect(Object.keys(denial).sort()).toEqual(['label', 'reason', 'result']);
@@ -373,7 +365,7 @@ describe('checkRequest: each deny reason surfaces with its label', () => {
 
   it('mode-not-permitted on a read-only path in a write route, with the canonical path', () => {
     const write = guardOf({ mode: 'write', paths: [{ body: 'to' }] });
-    const denial = denialOf(run(write, { body: { to: 'docs/a.txt' } }).result);
+    const denial = denialOf(runGuard(write, { body: { to: 'docs/a.txt' } }).result);
     expect(denial.reason).toBe('mode-not-permitted');
     expect(denial.label).toBe('body.to');
     expect(denial.result).toMatchObject({
@@ -381,7 +373,7 @@ describe('checkRequest: each deny reason surfaces with its label', () => {
       reason: 'mode-not-permitted',
       path: '/srv/root/docs/a.txt',
     });
-    const { result, info } = run(write, { body: { to: 'uploads/a.txt' } });
+    const { result, info } = runGuard(write, { body: { to: 'uploads/a.txt' } });
     expect(result).toEqual({ ok: true });
     expect(info.body).toEqual({ to: '/srv/root/uploads/a.txt' });
   });
@@ -396,7 +388,7 @@ describe('checkRequest: each deny reason surfaces with its label', () => {
       },
     });
     const g = guardOf({ mode: 'read', paths: [{ query: 'dir' }] }, resolving);
-    expect(run(g, { query: { dir: 'docs/loop' } }).result).toEqual({
+    expect(runGuard(g, { query: { dir: 'docs/loop' } }).result).toEqual({
       ok: false,
       denial: {
         reason: 'resolve-failed',
@@ -404,13 +396,13 @@ describe('checkRequest: each deny reason surfaces with its label', () => {
         result: { outcome: 'deny', reason: 'resolve-failed' },
       },
     });
-    expect(run(g, { query: { dir: 'docs/fine' } }).info.query).toEqual({
+    expect(runGuard(g, { query: { dir: 'docs/fine' } }).info.query).toEqual({
       dir: '/srv/root/docs/fine',
     });
   });
 
   it('the first declared spec that fails decides', () => {
-    const { result } = run(guard, {
+    const { result } = runGuard(guard, {
       params: { '*': '/etc/passwd' },
       body: { from: 42 },
     });
@@ -425,26 +417,26 @@ describe('checkRequest: arrays are checked element by element', () => {
   });
 
   it('one bad element denies with that element’s reason', () => {
-    expect(denialOf(run(guard, { query: { dir: ['docs/a', '../../etc/passwd'] } }).result)).toEqual(
-      {
-        reason: 'path-not-in-allowlist',
-        label: 'query.dir',
-        result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
-      },
-    );
-    expect(denialOf(run(guard, { query: { dir: ['docs/a', 42] } }).result).reason).toBe(
+    expect(
+      denialOf(runGuard(guard, { query: { dir: ['docs/a', '../../etc/passwd'] } }).result),
+    ).toEqual({
+      reason: 'path-not-in-allowlist',
+      label: 'query.dir',
+      result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
+    });
+    expect(denialOf(runGuard(guard, { query: { dir: ['docs/a', 42] } }).result).reason).toBe(
       'not-a-string',
     );
-    expect(denialOf(run(guard, { query: { dir: ['docs/a', 'b\0'] } }).result).reason).toBe(
+    expect(denialOf(runGuard(guard, { query: { dir: ['docs/a', 'b\0'] } }).result).reason).toBe(
       'nul-byte',
     );
-    expect(denialOf(run(guard, { query: { dir: [['docs/a']] } }).result).reason).toBe(
+    expect(denialOf(runGuard(guard, { query: { dir: [['docs/a']] } }).result).reason).toBe(
       'not-a-string',
     );
   });
 
   it('an empty string element is a missing path', () => {
-    expect(denialOf(run(guard, { query: { dir: ['docs/a', ''] } }).result)).toEqual({
+    expect(denialOf(runGuard(guard, { query: { dir: ['docs/a', ''] } }).result)).toEqual({
       reason: 'missing-path',
       label: 'query.dir',
     });
@@ -453,18 +445,20 @@ describe('checkRequest: arrays are checked element by element', () => {
   it('a hole is a value that fails, not a skipped one', () => {
     // biome-ignore lint/suspicious/noSparseArray: the hole is the point
     const sparse = [, 'docs/a'];
-    expect(denialOf(run(guard, { query: { dir: sparse } }).result).reason).toBe('not-a-string');
-    expect(denialOf(run(guard, { query: { dir: ['docs/a', undefined] } }).result).reason).toBe(
+    expect(denialOf(runGuard(guard, { query: { dir: sparse } }).result).reason).toBe(
+      'not-a-string',
+    );
+    expect(denialOf(runGuard(guard, { query: { dir: ['docs/a', undefined] } }).result).reason).toBe(
       'not-a-string',
     );
   });
 
   it('an empty array is missing: denied when required, skipped when optional', () => {
-    expect(denialOf(run(guard, { query: { dir: [] } }).result)).toEqual({
+    expect(denialOf(runGuard(guard, { query: { dir: [] } }).result)).toEqual({
       reason: 'missing-path',
       label: 'query.dir',
     });
-    const { result, info } = run(guard, { query: { dir: 'docs' }, body: { list: [] } });
+    const { result, info } = runGuard(guard, { query: { dir: 'docs' }, body: { list: [] } });
     expect(result).toEqual({ ok: true });
     expect(info.body).toEqual({});
   });
@@ -488,13 +482,13 @@ describe('checkRequest: missing values fail closed', () => {
   ];
 
   it.each(ROWS)('%s → missing-path', (_name, values) => {
-    const { result, info } = run(guard, values);
+    const { result, info } = runGuard(guard, values);
     expect(result).toEqual(missing);
     expect(info.body).toEqual({});
   });
 
   it('null is present: a non-string value, not a missing one', () => {
-    expect(run(guard, { body: { from: null } }).result).toEqual({
+    expect(runGuard(guard, { body: { from: null } }).result).toEqual({
       ok: false,
       denial: {
         reason: 'not-a-string',
@@ -512,12 +506,12 @@ describe('checkRequest: missing values fail closed', () => {
   ];
 
   it.each(NON_STRINGS)('a %s is not-a-string (never coerced)', (_name, value) => {
-    expect(denialOf(run(guard, { body: { from: value } }).result).reason).toBe('not-a-string');
+    expect(denialOf(runGuard(guard, { body: { from: value } }).result).reason).toBe('not-a-string');
   });
 
   it('an empty string is skipped when optional', () => {
     const optional = guardOf({ mode: 'read', paths: [{ body: 'from', optional: true }] });
-    const { result, info } = run(optional, { body: { from: '' } });
+    const { result, info } = runGuard(optional, { body: { from: '' } });
     expect(result).toEqual({ ok: true });
     expect(info.body).toEqual({});
   });
@@ -525,10 +519,10 @@ describe('checkRequest: missing values fail closed', () => {
   it('an index selector meets a non-array or runs past the end → missing', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: ['files', 0, 'path'] }] });
     const miss = { ok: false, denial: { reason: 'missing-path', label: 'body.files.0.path' } };
-    expect(run(g, { body: { files: [] } }).result).toEqual(miss);
-    expect(run(g, { body: { files: { 0: { path: 'docs/a' } } } }).result).toEqual(miss);
-    expect(run(g, { body: { files: [{}] } }).result).toEqual(miss);
-    expect(run(g, { body: { files: ['docs/a'] } }).result).toEqual(miss);
+    expect(runGuard(g, { body: { files: [] } }).result).toEqual(miss);
+    expect(runGuard(g, { body: { files: { 0: { path: 'docs/a' } } } }).result).toEqual(miss);
+    expect(runGuard(g, { body: { files: [{}] } }).result).toEqual(miss);
+    expect(runGuard(g, { body: { files: ['docs/a'] } }).result).toEqual(miss);
   });
 });
 
@@ -586,23 +580,23 @@ describe('checkRequest: a sources filter checks only those specs', () => {
 describe('checkRequest: own properties only', () => {
   it('constructor on a plain object is missing; a JSON-parsed own one is checked', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: 'constructor' }] });
-    expect(run(g, { body: {} }).result).toEqual({
+    expect(runGuard(g, { body: {} }).result).toEqual({
       ok: false,
       denial: { reason: 'missing-path', label: 'body.constructor' },
     });
-    const { result, info } = run(g, { body: JSON.parse('{"constructor":"docs/a"}') });
+    const { result, info } = runGuard(g, { body: JSON.parse('{"constructor":"docs/a"}') });
     expect(result).toEqual({ ok: true });
     expect(info.body.constructor).toBe('/srv/root/docs/a');
   });
 
   it('a JSON-parsed own __proto__ is read and judged like any key', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: '__proto__' }] });
-    expect(run(g, { body: {} }).result).toEqual({
+    expect(runGuard(g, { body: {} }).result).toEqual({
       ok: false,
       denial: { reason: 'missing-path', label: 'body.__proto__' },
     });
     const parsed = JSON.parse('{"__proto__":"../../etc/passwd"}');
-    expect(denialOf(run(g, { body: parsed }).result)).toMatchObject({
+    expect(denialOf(runGuard(g, { body: parsed }).result)).toMatchObject({
       reason: 'path-not-in-allowlist',
       label: 'body.__proto__',
       result: { path: '/etc/passwd' },
@@ -611,7 +605,7 @@ describe('checkRequest: own properties only', () => {
 
   it('an allowed own __proto__ value lands in info as an own key, not through the setter', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: '__proto__' }] });
-    const { result, info } = run(g, { body: JSON.parse('{"__proto__":["docs/a","docs/b"]}') });
+    const { result, info } = runGuard(g, { body: JSON.parse('{"__proto__":["docs/a","docs/b"]}') });
     expect(result).toEqual({ ok: true });
     // An ordinary own data property, as a plain assignment makes for any other key.
     expect(Object.getOwnPropertyDescriptor(info.body, '__proto__')).toEqual({
@@ -626,7 +620,7 @@ describe('checkRequest: own properties only', () => {
 
   it('prototype keys of the query object are not values', () => {
     const g = guardOf({ mode: 'read', paths: [{ query: 'toString' }] });
-    expect(run(g, { query: {} }).result).toEqual({
+    expect(runGuard(g, { query: {} }).result).toEqual({
       ok: false,
       denial: { reason: 'missing-path', label: 'query.toString' },
     });
@@ -663,14 +657,14 @@ describe('checkRequest: `under` joins the value as a relative path', () => {
   ];
 
   it.each(ALLOWED)('%s', (_name, values, label, path) => {
-    const { result, info } = run(guard, values);
+    const { result, info } = runGuard(guard, values);
     expect(result).toEqual({ ok: true });
     const [source, key] = label.split('.') as [keyof RequestValues, string];
     expect(info[source]).toEqual({ [key]: path });
   });
 
   it('.. in the value can still climb and is judged by the policy', () => {
-    expect(denialOf(run(guard, { body: { name: '../docs/a' } }).result)).toEqual({
+    expect(denialOf(runGuard(guard, { body: { name: '../docs/a' } }).result)).toEqual({
       reason: 'mode-not-permitted',
       label: 'body.name',
       result: {
@@ -680,39 +674,39 @@ describe('checkRequest: `under` joins the value as a relative path', () => {
         rule: 'docs/**',
       },
     });
-    expect(denialOf(run(guard, { body: { name: '../../../etc/passwd' } }).result)).toEqual({
+    expect(denialOf(runGuard(guard, { body: { name: '../../../etc/passwd' } }).result)).toEqual({
       reason: 'path-not-in-allowlist',
       label: 'body.name',
       result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/etc/passwd' },
     });
-    const { result, info } = run(guard, { body: { name: '../reports/x' } });
+    const { result, info } = runGuard(guard, { body: { name: '../reports/x' } });
     expect(result).toEqual({ ok: true });
     expect(info.body).toEqual({ name: '/srv/root/reports/x' });
   });
 
   it('without under, an absolute value stays absolute', () => {
-    expect(denialOf(run(guard, { params: { abs: '/reports/q3.csv' } }).result)).toMatchObject({
+    expect(denialOf(runGuard(guard, { params: { abs: '/reports/q3.csv' } }).result)).toMatchObject({
       reason: 'path-not-in-allowlist',
       result: { path: '/reports/q3.csv' },
     });
-    expect(run(guard, { params: { abs: '/srv/root/reports/q3.csv' } }).info.params).toEqual({
+    expect(runGuard(guard, { params: { abs: '/srv/root/reports/q3.csv' } }).info.params).toEqual({
       abs: '/srv/root/reports/q3.csv',
     });
-    expect(run(guard, { params: { abs: 'reports/q3.csv' } }).info.params).toEqual({
+    expect(runGuard(guard, { params: { abs: 'reports/q3.csv' } }).info.params).toEqual({
       abs: '/srv/root/reports/q3.csv',
     });
   });
 
   it('a non-string value is not stringified into the joined path', () => {
     expect(
-      denialOf(run(guard, { body: { name: { toString: () => 'a.png' } } }).result).reason,
+      denialOf(runGuard(guard, { body: { name: { toString: () => 'a.png' } } }).result).reason,
     ).toBe('not-a-string');
-    expect(denialOf(run(guard, { body: { name: 7 } }).result).reason).toBe('not-a-string');
-    expect(denialOf(run(guard, { body: { name: 'a\0.png' } }).result).reason).toBe('nul-byte');
+    expect(denialOf(runGuard(guard, { body: { name: 7 } }).result).reason).toBe('not-a-string');
+    expect(denialOf(runGuard(guard, { body: { name: 'a\0.png' } }).result).reason).toBe('nul-byte');
   });
 
   it('each array element is joined under the directory', () => {
-    const { info } = run(guard, { body: { name: ['a', '/b'] } });
+    const { info } = runGuard(guard, { body: { name: ['a', '/b'] } });
     expect(info.body).toEqual({ name: ['/srv/root/uploads/a', '/srv/root/uploads/b'] });
   });
 });
@@ -951,7 +945,7 @@ describe('checkMissingFiles', () => {
   });
 
   it('file specs are not values: checkRequest ignores them', () => {
-    expect(run(guard, {}).result).toEqual({ ok: true });
+    expect(runGuard(guard, {}).result).toEqual({ ok: true });
   });
 });
 
@@ -1040,10 +1034,10 @@ describe('denyBody', () => {
               from === 'file'
                 ? guards.file.checkFile('upload', one)
                 : from === 'body'
-                  ? run(guards.body, { body: { from: v } }).result
+                  ? runGuard(guards.body, { body: { from: v } }).result
                   : from === 'query'
-                    ? run(guards.query, { query: { dir: v } }).result
-                    : run(guards.headers, { headers: { 'x-path': one } }).result;
+                    ? runGuard(guards.query, { query: { dir: v } }).result
+                    : runGuard(guards.headers, { headers: { 'x-path': one } }).result;
             const denial = denialOf(result);
             const body = denyBody(denial);
             const json = JSON.stringify(body);
