@@ -44,7 +44,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { envNumber, median, table } from './report.mjs';
+import { diskProblems, fifths, rssGrowthOf, Tally } from './load-judge.mjs';
+import { envNumber, table } from './report.mjs';
 
 const REPO = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const PROBE = path.join(REPO, 'bench', 'load-probe.cjs');
@@ -175,57 +176,6 @@ const BIG_UPLOADS = [
     expect: denied('mode-not-permitted'),
   },
 ];
-
-/** Tallies answers per request kind: what was right, what was wrong and why. */
-class Tally {
-  constructor() {
-    this.byKind = new Map();
-    this.wrong = [];
-    this.fivexx = 0;
-    this.uploaded = 0;
-  }
-
-  record(kind, expect, status, body) {
-    const count = this.byKind.get(kind) ?? { right: 0, wrong: 0 };
-    this.byKind.set(kind, count);
-    if (status >= 500) this.fivexx += 1;
-    const problem = judge(expect, status, body);
-    if (problem === undefined) {
-      count.right += 1;
-      if (status === 201) this.uploaded += 1;
-      return;
-    }
-    count.wrong += 1;
-    if (this.wrong.length < 10) this.wrong.push(`${kind}: ${problem}`);
-  }
-
-  get total() {
-    let sum = 0;
-    for (const { right, wrong } of this.byKind.values()) sum += right + wrong;
-    return sum;
-  }
-
-  get wrongCount() {
-    let sum = 0;
-    for (const { wrong } of this.byKind.values()) sum += wrong;
-    return sum;
-  }
-}
-
-/** Undefined when the answer is the expected one, else what is wrong with it. */
-function judge(expect, status, body) {
-  if (status !== expect.status)
-    return `status ${status}, want ${expect.status}: ${body.slice(0, 120)}`;
-  try {
-    if (expect.reason !== undefined) {
-      const reason = JSON.parse(body).reason;
-      return reason === expect.reason ? undefined : `reason ${reason}, want ${expect.reason}`;
-    }
-    return expect.check(body) ? undefined : `unexpected body ${body.slice(0, 120)}`;
-  } catch (error) {
-    return `unreadable body (${error.message}): ${body.slice(0, 120)}`;
-  }
-}
 
 /** What the server process holds, from /proc: resident memory, file descriptors, sockets. */
 function processState(pid) {
@@ -414,17 +364,6 @@ async function load(port, child, tally) {
   };
 }
 
-/** The median of each fifth of the samples: growth that levels off, or a leak that keeps climbing. */
-const fifths = (samples) =>
-  [0, 1, 2, 3, 4].map((i) =>
-    median(
-      samples.slice(
-        Math.floor((i * samples.length) / 5),
-        Math.floor(((i + 1) * samples.length) / 5),
-      ),
-    ),
-  );
-
 /** Polls until the server holds no more sockets and fds than `baseline`, or SETTLE_MS passed. */
 async function settle(pid, baseline) {
   const until = Date.now() + SETTLE_MS;
@@ -473,25 +412,12 @@ async function settledTree(dir) {
 
 /** What the sandbox's parent folder holds beyond the seed and the allowed uploads. */
 async function writtenProblems(top, uploaded) {
-  const problems = [];
-  const want = sha256(UPLOADED);
   const seeded = new Map(
     Object.entries(SEED).map(([file, text]) => [path.join('sandbox', file), sha256(text)]),
   );
-  let uploads = 0;
-  for (const [file, sha] of await settledTree(top)) {
-    if (seeded.has(file)) {
-      if (seeded.get(file) !== sha) problems.push(`${file} changed`);
-      seeded.delete(file);
-    } else if (/^sandbox\/uploads\/load-\d+-\d+\.txt$/.test(file) && sha === want) uploads += 1;
-    else problems.push(`unexpected file ${file}`);
-  }
-  for (const file of seeded.keys()) problems.push(`${file} is gone`);
-  // A load phase can end with an allowed upload stored but its answer not yet read.
-  if (uploads < uploaded || uploads > uploaded + 2 * CONNECTIONS) {
-    problems.push(`${uploads} uploads on disk, ${uploaded} answered 201`);
-  }
-  return problems;
+  const upload = { name: /^sandbox\/uploads\/load-\d+-\d+\.txt$/, sha: sha256(UPLOADED) };
+  // A load can end with an allowed upload stored but its answer not yet read: one per connection.
+  return diskProblems(await settledTree(top), seeded, upload, [uploaded, uploaded + CONNECTIONS]);
 }
 
 /** Each request kind once, before any load: the set-up must give every expected answer. */
@@ -538,20 +464,10 @@ async function check(adapter) {
   }
 }
 
-/** 1-second medians of 250 ms samples. */
-const seconds = (samples) =>
-  Array.from({ length: Math.floor(samples.length / 4) }, (_, i) =>
-    median(samples.slice(i * 4, i * 4 + 4)),
-  );
-
 function report(run) {
   const { adapter, tally, loaded, idle, after, written } = run;
   const { result, errors, memoryWarm, memoryEnd } = loaded;
-  // RSS moves by ±10% under this load as the collector and the allocator
-  // size their pools; growth is counted above the warm-up's high-water mark.
-  const highWater = Math.max(...seconds(loaded.warmup.slice(loaded.warmup.length / 2)));
-  const end = median(loaded.run.slice(-20));
-  const rssGrowth = end / highWater - 1;
+  const { highWater, end, growth: rssGrowth } = rssGrowthOf(loaded.warmup, loaded.run);
   const heapGrowth = memoryEnd.heapUsed / memoryWarm.heapUsed - 1;
   const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
   const pct = (ratio) => `${(ratio * 100).toFixed(1)}%`;
