@@ -48,6 +48,18 @@ function parsed(text: string): unknown {
   }
 }
 
+/** A request to 127.0.0.1 on a fresh connection (POST unless `sent` says otherwise). */
+function open(port: number, sent: Sent, headers: http.OutgoingHttpHeaders | undefined) {
+  return http.request({
+    host: '127.0.0.1',
+    port,
+    method: sent.method ?? 'POST',
+    path: sent.path,
+    headers,
+    agent: false,
+  });
+}
+
 /**
  * One request on its own connection. The client writes the chunks in order,
  * `gapMs` apart, and stops writing as soon as a response arrives, like a
@@ -60,14 +72,7 @@ export function exchange(port: number, sent: Sent): Promise<Answer> {
   const headers = chunked ? sent.headers : { 'content-length': total, ...sent.headers };
   return new Promise((resolve) => {
     const answer: Answer = { sent: 0 };
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: sent.method ?? 'POST',
-      path: sent.path,
-      headers,
-      agent: false,
-    });
+    const req = open(port, sent, headers);
     const started = performance.now();
     let settled = false;
     const finish = () => {
@@ -123,14 +128,7 @@ export async function abortedUpload(
   until: () => Promise<unknown>,
 ): Promise<Answer> {
   const answer: Answer = { sent: 0 };
-  const req = http.request({
-    host: '127.0.0.1',
-    port,
-    method: sent.method ?? 'POST',
-    path: sent.path,
-    headers: { ...sent.headers, 'content-length': sent.contentLength },
-    agent: false,
-  });
+  const req = open(port, sent, { ...sent.headers, 'content-length': sent.contentLength });
   req.on('response', (res) => {
     answer.status = res.statusCode;
     res.resume();
