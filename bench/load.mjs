@@ -369,7 +369,7 @@ async function settle(pid, baseline) {
   const until = Date.now() + SETTLE_MS;
   let state = processState(pid);
   while (Date.now() < until && (state.sockets > baseline.sockets || state.fds > baseline.fds)) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     state = processState(pid);
   }
   return state;
