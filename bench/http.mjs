@@ -21,12 +21,12 @@
 // BENCH_WARMUP_MAX_S (8); BENCH_JSON=<file> also writes every round's numbers.
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { request } from './client.mjs';
 import { envNumber, shuffle, summary, table } from './report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -249,25 +249,6 @@ function cleanUp() {
 
 // ---------------------------------------------------------------- validation
 
-/** One request with node:http, which sends the path as written (fetch would remove the `..`). */
-function send(port, { method, path: requestPath, headers, body }) {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      { host: '127.0.0.1', port, method, path: requestPath, headers, agent: false },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk) => {
-          text += chunk;
-        });
-        response.on('end', () => resolve({ status: response.statusCode, body: text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
 /**
  * Refuses to time anything unless every variant answers the allowed request
  * with the same 200 body, pathgate and the hand-written check deny the
@@ -282,12 +263,12 @@ async function validate(servers) {
   for (const route of ROUTES) {
     let reference;
     for (const server of servers) {
-      const got = await send(server.port, route.allowed);
+      const got = await request(server.port, route.allowed);
       reference ??= got.body;
       if (got.status !== 200 || got.body !== reference) {
         fail(server, `${route.label} allowed request: want 200 ${reference}`, got);
       }
-      const traversal = await send(server.port, route.traversal);
+      const traversal = await request(server.port, route.traversal);
       if (server.server === 'bare' || server.server === 'empty') {
         if (traversal.status !== 200) fail(server, `${route.label} traversal unguarded`, traversal);
         continue;

@@ -39,11 +39,11 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { request } from './client.mjs';
 import { diskProblems, fifths, rssGrowthOf, Tally } from './load-judge.mjs';
 import { envNumber, table } from './report.mjs';
 
@@ -57,7 +57,7 @@ const UPLOADERS = envNumber('LOAD_UPLOADERS', 2, 0);
 const BIG = 10 * 1024 * 1024;
 const GROWTH_LIMIT = 0.1;
 const SETTLE_MS = 10_000; // lingering closes end within 2 s; the rest is slack for a slow machine
-const TIMEOUT_S = 10;
+const TIMEOUT_S = 10; // autocannon's and the uploaders' wait for an answer
 
 // The sandbox each example gets, as the examples seed it.
 const SEED = {
@@ -257,35 +257,6 @@ function stopExample(child) {
   });
 }
 
-/** One request over a fresh connection; the whole answer. */
-function request(port, { method, path: url, headers = {}, body }) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path: url,
-        headers,
-        agent: false,
-        timeout: TIMEOUT_S * 1000,
-      },
-      (res) => {
-        const chunks = [];
-        res.on('data', (chunk) => chunks.push(chunk));
-        res.on('end', () => {
-          resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() });
-          req.destroy(); // stop sending the rest of a refused body
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 let uploadCount = 0;
 const uploadName = () => `load-${process.pid}-${++uploadCount}.txt`;
 
@@ -314,12 +285,16 @@ async function uploader(port, tally, deadline, errors) {
     const big = BIG_UPLOADS[i % BIG_UPLOADS.length];
     const body = multipart(big.filename, filler);
     try {
-      const got = await request(port, {
-        method: 'POST',
-        path: '/api/upload',
-        headers: { ...MULTIPART, 'content-length': String(body.length) },
-        body,
-      });
+      const got = await request(
+        port,
+        {
+          method: 'POST',
+          path: '/api/upload',
+          headers: { ...MULTIPART, 'content-length': String(body.length) },
+          body,
+        },
+        TIMEOUT_S * 1000,
+      );
       tally.record(big.name, big.expect, got.status, got.body);
     } catch (error) {
       errors.push(`${big.name}: ${error.message}`);
