@@ -40,7 +40,7 @@ export class RouteGuards {
   compileRoute(route: RouteOptions): RouteGuard | undefined {
     const declaration = route.config?.pathgate;
     if (declaration === undefined) return undefined;
-    const guard = this.compile(declaration, routeLabel(route.method, route.url));
+    const guard = this.compile(declaration, () => routeLabel(route.method, route.url));
     if (guard instanceof Error) throw guard;
     return guard;
   }
@@ -61,19 +61,19 @@ export class RouteGuards {
     const marked = config as MarkedConfig | undefined;
     const declaration = marked?.pathgate;
     if (declaration === undefined || marked?.[kRouteGuarded] === true) return undefined;
-    const guard =
-      this.compiled.get(declaration) ?? this.compile(declaration, routeLabel(method, url));
+    const guard = this.compile(declaration, () => routeLabel(method, url));
     if (guard instanceof Error) throw guard;
     return guard;
   }
 
-  private compile(declaration: RouteGuardOptions, label: string): RouteGuard | Error {
+  /** The declaration's guard, compiled once; `label` names the route, only for a compile. */
+  private compile(declaration: RouteGuardOptions, label: () => string): RouteGuard | Error {
     const known = typeof declaration === 'object' && declaration !== null;
     const cached = known ? this.compiled.get(declaration) : undefined;
     if (cached !== undefined) return cached;
     let guard: RouteGuard | Error;
     try {
-      guard = compileRouteGuard(this.policy, declaration, label);
+      guard = compileRouteGuard(this.policy, declaration, label());
     } catch (error) {
       guard = error as Error;
     }
