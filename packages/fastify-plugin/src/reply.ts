@@ -120,11 +120,6 @@ export function createOnSend(settings: PathgateSettings, appWide: boolean): onSe
     done(null, JSON.stringify(thrown));
   };
   // Named for `printRoutes({ includeHooks: true })`.
-  return appWide
-    ? function pathgateAppWideOnSend(request, reply, payload, done) {
-        finish.call(this, request, reply, payload, done);
-      }
-    : function pathgateOnSend(request, reply, payload, done) {
-        finish.call(this, request, reply, payload, done);
-      };
+  const name = appWide ? 'pathgateAppWideOnSend' : 'pathgateOnSend';
+  return Object.defineProperty(finish, 'name', { value: name });
 }
