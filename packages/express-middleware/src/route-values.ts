@@ -6,11 +6,6 @@ const hasOwn = Object.prototype.hasOwnProperty;
 /** Reads the parts of one request that a route's specs check. */
 export type ValuesReader = (req: Request) => RequestValues;
 
-/** Stores one param, a named wildcard's segments joined into one path. */
-function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  setOwn(target, key, Array.isArray(value) ? value.join('/') : value);
-}
-
 /**
  * Express 5 gives a named wildcard (`/files/*path`) as its array of decoded
  * segments: one path, so it is joined with `/` (never a list of paths).
@@ -32,7 +27,10 @@ function joinedParams(params: unknown, keys: readonly string[] | undefined): unk
   const joined: Record<string, unknown> = {};
   for (let i = 0; i < names.length; i += 1) {
     const key = names[i] as string;
-    if (hasOwn.call(source, key)) put(joined, key, source[key]);
+    if (!hasOwn.call(source, key)) continue;
+    const value = source[key];
+    // A named wildcard's segments, joined into one path.
+    setOwn(joined, key, Array.isArray(value) ? value.join('/') : value);
   }
   return joined;
 }
