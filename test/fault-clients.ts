@@ -4,6 +4,7 @@
 // `filePart`): they build a part from its raw header bytes.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { readAnswer } from './answer.js';
 
 export interface Sent {
   method?: string;
@@ -38,14 +39,6 @@ export function slices(body: Buffer, size: number): Buffer[] {
   const chunks: Buffer[] = [];
   for (let at = 0; at < body.length; at += size) chunks.push(body.subarray(at, at + size));
   return chunks;
-}
-
-function parsed(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /** A request to 127.0.0.1 on a fresh connection (POST unless `sent` says otherwise). */
@@ -85,14 +78,11 @@ export function exchange(port: number, sent: Sent): Promise<Answer> {
       answer.status = res.statusCode;
       answer.headers = res.headers;
       answer.ms = performance.now() - started;
-      const body: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => body.push(chunk));
-      res.on('error', finish);
-      res.on('end', () => {
-        answer.text = Buffer.concat(body).toString('utf8');
-        answer.json = parsed(answer.text);
+      readAnswer(res).then(({ text, json }) => {
+        answer.text = text;
+        answer.json = json;
         finish();
-      });
+      }, finish);
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (answer.status !== undefined) return; // the answer is in; the rest of the body was refused
