@@ -11,6 +11,15 @@ export interface Answer {
   json: unknown;
 }
 
+/** The JSON a text holds, or undefined when it is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export function readAnswer(res: http.IncomingMessage): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -18,13 +27,7 @@ export function readAnswer(res: http.IncomingMessage): Promise<Answer> {
     res.on('error', reject);
     res.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: parseJson(text) });
     });
   });
 }

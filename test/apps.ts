@@ -8,6 +8,7 @@ import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import multer from 'multer';
 import { afterAll, beforeAll } from 'vitest';
+import { parseJson, readAnswer } from './answer.js';
 
 // Shared by the cross-package HTTP tests (parity, attack corpus, fuzzing):
 // one route table and one policy → a Fastify app and an Express app on
@@ -234,14 +235,6 @@ export interface Got {
   body: unknown;
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** One request with node:http (no agent, no URL normalization). */
 export function send(port: number, sent: Sent): Promise<Got> {
   return new Promise((resolve, reject) => {
@@ -260,15 +253,7 @@ export function send(port: number, sent: Sent): Promise<Got> {
       agent: false,
     });
     req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        resolve({
-          status: res.statusCode ?? 0,
-          body: parseJson(Buffer.concat(chunks).toString('utf8')),
-        });
-      });
-      res.on('error', reject);
+      readAnswer(res).then(({ status, json }) => resolve({ status, body: json }), reject);
     });
     req.on('error', reject);
     req.end(body);

@@ -6,6 +6,7 @@ import { listen as listenExpress } from '../examples/express-files/app.js';
 import { listen as listenFastify } from '../examples/fastify-files/app.js';
 import type { Started } from '../examples/shared/run.js';
 import { createSandbox } from '../examples/shared/sandbox.js';
+import { readAnswer } from './answer.js';
 
 export const EXAMPLES = [
   { name: 'fastify', listen: listenFastify },
@@ -66,16 +67,9 @@ export function send(port: number, sent: Sent): Promise<Got> {
       agent: false,
     });
     req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          type: String(res.headers['content-type'] ?? ''),
-          text: Buffer.concat(chunks).toString('utf8'),
-        }),
-      );
-      res.on('error', reject);
+      readAnswer(res).then(({ status, headers, text }) => {
+        resolve({ status, type: String(headers['content-type'] ?? ''), text });
+      }, reject);
     });
     req.on('error', reject);
     req.end(sent.body);
