@@ -19,6 +19,7 @@ export { escapes, inside, isInside } from './predicates.js';
 export { resolveSymlinks } from './realpath.js';
 export type {
   CheckedFile,
+  CheckedPaths,
   FileResult,
   GuardDenyReason,
   GuardResult,

@@ -29,15 +29,24 @@ export interface CheckedFile {
   readonly path: string;
 }
 
+/** The canonical paths of one source, by selector: what pathgate checked, read-only. */
+export type CheckedPaths = Readonly<Record<string, string | string[]>>;
+
 /** The canonical paths a handler gets (`request.pathgate`): by source, then selector. */
 export interface PathgateInfo {
   readonly mode: FsAccessMode;
-  readonly params: Record<string, string | string[]>;
-  readonly query: Record<string, string | string[]>;
-  readonly body: Record<string, string | string[]>;
-  readonly headers: Record<string, string | string[]>;
+  readonly params: CheckedPaths;
+  readonly query: CheckedPaths;
+  readonly body: CheckedPaths;
+  readonly headers: CheckedPaths;
   readonly files: CheckedFile[];
 }
+
+/**
+ * The record of a source the route declares nothing from: one shared, empty
+ * and frozen, so a request allocates records only for what it checks.
+ */
+const NOTHING_CHECKED: CheckedPaths = Object.freeze({});
 
 /** The request parts a guard reads; adapters pass what their framework parsed. */
 export interface RequestValues {
@@ -68,6 +77,8 @@ export class RouteGuard {
   private readonly values: readonly CompiledSpec[];
   /** Specs for multipart filenames, checked part by part by `checkFile`. */
   private readonly files: readonly CompiledSpec[];
+  /** The sources `values` reads: their records in `request.pathgate` are filled per request. */
+  private readonly declares: Readonly<Record<PathSource, boolean>>;
 
   constructor(
     private readonly policy: PermissionPolicy,
@@ -77,6 +88,13 @@ export class RouteGuard {
     this.mode = mode;
     this.values = specs.filter((s) => s.source !== 'file');
     this.files = specs.filter((s) => s.source === 'file');
+    const declares = (source: PathSource) => this.values.some((s) => s.source === source);
+    this.declares = {
+      params: declares('params'),
+      query: declares('query'),
+      body: declares('body'),
+      headers: declares('headers'),
+    };
   }
 
   /** Whether the route declared multipart filenames. */
@@ -86,7 +104,15 @@ export class RouteGuard {
 
   /** A fresh `request.pathgate` for one request. */
   newInfo(): PathgateInfo {
-    return { mode: this.mode, params: {}, query: {}, body: {}, headers: {}, files: [] };
+    const { declares } = this;
+    return {
+      mode: this.mode,
+      params: declares.params ? {} : NOTHING_CHECKED,
+      query: declares.query ? {} : NOTHING_CHECKED,
+      body: declares.body ? {} : NOTHING_CHECKED,
+      headers: declares.headers ? {} : NOTHING_CHECKED,
+      files: [],
+    };
   }
 
   /** Checks one value: an empty string is missing, `under` joins, the policy decides. */
@@ -138,7 +164,7 @@ export class RouteGuard {
       }
       const checked = this.checkSelected(spec, value);
       if (typeof checked !== 'string' && !Array.isArray(checked)) return checked;
-      setOwn(info[source], selector.label, checked);
+      setOwn(info[source] as Record<string, string | string[]>, selector.label, checked);
     }
     return ALLOWED;
   }

@@ -279,6 +279,27 @@ describe('checkRequest: sources, selectors and the info record', () => {
     expect(a.body).not.toBe(b.body);
     expect(a.files).not.toBe(b.files);
   });
+
+  it('shares one frozen empty record for sources the route declares nothing from', () => {
+    const paramsOnly = compileRouteGuard(policy, { mode: 'read', paths: [{ params: 'p' }] }, 'R');
+    const a = paramsOnly.newInfo();
+    const b = paramsOnly.newInfo();
+    expect(a.params).not.toBe(b.params);
+    for (const source of ['query', 'body', 'headers'] as const) {
+      expect(a[source]).toBe(b[source]);
+      expect(Object.isFrozen(a[source])).toBe(true);
+      expect(a[source]).toEqual({});
+    }
+    // A value under an undeclared source is never read, so the shared record stays empty.
+    const { result, info } = runGuard(paramsOnly, {
+      params: { p: 'docs/a' },
+      query: { p: 'docs/b' },
+      body: { p: 'docs/c' },
+    });
+    expect(result).toEqual({ ok: true });
+    expect(info.params).toEqual({ p: '/srv/root/docs/a' });
+    expect(paramsOnly.newInfo().query).toEqual({});
+  });
 });
 
 describe('checkRequest: each deny reason surfaces with its label', () => {

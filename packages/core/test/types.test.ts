@@ -4,6 +4,7 @@ import {
   type CanonicalizeOptions,
   type CanonicalizeResult,
   type CheckedFile,
+  type CheckedPaths,
   type CheckResult,
   canonicalize,
   checkFs,
@@ -239,7 +240,8 @@ describe('route guard', () => {
     expectTypeOf(guard.mode).toEqualTypeOf<FsAccessMode>();
     const info = guard.newInfo();
     expectTypeOf(info).toEqualTypeOf<PathgateInfo>();
-    expectTypeOf(info.body).toEqualTypeOf<Record<string, string | string[]>>();
+    expectTypeOf(info.body).toEqualTypeOf<Readonly<Record<string, string | string[]>>>();
+    expectTypeOf(info.body).toEqualTypeOf<CheckedPaths>();
     expectTypeOf(info.files).toEqualTypeOf<CheckedFile[]>();
     const result = guard.checkRequest({ body: { a: 'uploads/x' } }, info);
     expectTypeOf(result).toEqualTypeOf<GuardResult>();
