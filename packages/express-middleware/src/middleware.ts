@@ -2,6 +2,7 @@ import type { CheckedFile, PathSource, RouteGuard } from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
 import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
+import { setPathgateInfo } from './request-info.js';
 import { leaveRouteState, uploadFollows } from './route-state.js';
 import type { ValuesReader } from './route-values.js';
 
@@ -12,15 +13,16 @@ const NO_FILES: readonly CheckedFile[] = [];
 /**
  * A multipart body that no parser has read yet. `req.is()` answers null for
  * a request without a body (no transfer-encoding, no content-length), so a
- * GET skips it: the same answer, without parsing the content type.
+ * GET skips it: the same answer, without parsing the content type. The
+ * headers come first: a GET has no `req.body`, and looking one up misses
+ * along the whole prototype chain (about 0.5 µs per request here).
  */
 function unreadMultipart(req: Request): boolean {
-  if (req.body !== undefined) return false;
   const { headers } = req;
   if (headers['transfer-encoding'] === undefined && headers['content-length'] === undefined) {
     return false;
   }
-  return typeof req.is('multipart/form-data') === 'string';
+  return req.body === undefined && typeof req.is('multipart/form-data') === 'string';
 }
 
 export interface RouteMiddlewareParts {
@@ -70,7 +72,7 @@ export function routeMiddleware({
       if (!deny(result.denial, req, res, next)) return;
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });
-    else req.pathgate = info;
+    else setPathgateInfo(req, res, info);
     next();
   };
   return pathgate;

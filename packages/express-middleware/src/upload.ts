@@ -2,6 +2,7 @@ import type { CheckedFile, FileResult, GuardResult, PathDenial } from '@pathgate
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import type { Deny } from './reply.js';
+import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
 
 /** What a multer upload on a route without a gate gets: no route declared a file. */
@@ -135,7 +136,7 @@ export class Upload {
   }
 
   private proceed(route: RouteState): void {
-    this.parts.req.pathgate = route.info;
+    setPathgateInfo(this.parts.req, this.parts.res, route.info);
     this.parts.next();
   }
 }

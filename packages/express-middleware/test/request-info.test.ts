@@ -1,0 +1,91 @@
+import type { PathgateInfo } from '@pathgate/core';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import supertest from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { pathgate } from '../src/index.js';
+
+// `req.pathgate` is an accessor on Express's request prototype that reads the
+// checked paths from `res.locals` (src/request-info.ts says why). These tests
+// try to make the handler see paths other than the ones its gate checked.
+
+const ROOT = '/srv/root';
+const gate = pathgate({ root: ROOT, fs: ['docs/**', 'rw:uploads/**'] });
+const read = gate.read({ params: 'path' });
+
+const sendInfo = (req: Request, res: Response) => {
+  res.json({ pathgate: req.pathgate ?? null });
+};
+
+describe('req.pathgate', () => {
+  it('a value the app put there before the gate never stands in for the checked paths', async () => {
+    const app = express();
+    const forge = (req: Request, _res: Response, next: NextFunction) => {
+      req.pathgate = { params: { path: '/etc/passwd' } } as unknown as PathgateInfo;
+      next();
+    };
+    app.get('/files/*path', forge, read, sendInfo);
+    const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
+    expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
+  });
+
+  it('the app may still assign it after the gate', async () => {
+    const app = express();
+    const replace = (req: Request, _res: Response, next: NextFunction) => {
+      req.pathgate = { mode: 'write' } as PathgateInfo;
+      next();
+    };
+    app.get('/files/*path', read, replace, sendInfo);
+    const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
+    expect(body.pathgate).toEqual({ mode: 'write' });
+  });
+
+  it('is undefined on a route without a gate, even after a guarded request', async () => {
+    const app = express();
+    app.get('/files/*path', read, sendInfo);
+    app.get('/open', sendInfo);
+    await supertest(app).get('/files/docs/a.txt').expect(200);
+    const { body } = await supertest(app).get('/open').expect(200);
+    expect(body.pathgate).toBeNull();
+  });
+
+  it('reaches a handler inside a mounted sub-app (another request prototype)', async () => {
+    const sub = express();
+    sub.get('/files/*path', sendInfo);
+    const app = express();
+    app.use('/api', express.Router().get('/files/*path', read, sub));
+    const { body } = await supertest(app).get('/api/files/docs/a.txt').expect(200);
+    expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
+  });
+
+  it('keeps requests in flight apart (each response holds its own)', async () => {
+    const app = express();
+    app.get('/files/*path', read, (req, res) => {
+      // Answer out of order, so later requests are checked while earlier ones wait.
+      setTimeout(() => res.json({ path: req.pathgate?.params.path }), Math.random() * 20);
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const names = Array.from({ length: 24 }, (_, i) => `docs/n${i}.txt`);
+      const answers = await Promise.all(
+        names.map((name) => fetch(`http://127.0.0.1:${port}/files/${name}`).then((r) => r.json())),
+      );
+      expect(answers).toEqual(names.map((name) => ({ path: `${ROOT}/${name}` })));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('outside Express (no app prototype, no res.locals) is set on the request itself', () => {
+    const req = { params: { path: 'docs/a.txt' }, headers: {} } as unknown as Request;
+    let nexts = 0;
+    read(req, {} as Response, () => {
+      nexts += 1;
+    });
+    expect(nexts).toBe(1);
+    expect(Object.getOwnPropertyDescriptor(req, 'pathgate')?.value?.params).toEqual({
+      path: `${ROOT}/docs/a.txt`,
+    });
+  });
+});
