@@ -28,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { request } from './client.mjs';
 import { envNumber, shuffle, summary, table } from './report.mjs';
+import { ROUTES } from './routes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -53,35 +54,6 @@ const VARIANTS = [
   { id: 'empty', server: 'empty' },
   { id: 'hand', server: 'hand' },
   { id: 'guarded', server: 'guarded' },
-];
-
-const json = (value) => ({
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify(value),
-});
-
-// The measured requests (3-segment paths) and the traversals that validation expects denied.
-const ROUTES = [
-  {
-    id: 'param',
-    label: 'GET /files/*',
-    allowed: { method: 'GET', path: '/files/public/docs/report.txt' },
-    traversal: { method: 'GET', path: '/files/public/../../etc/passwd' },
-  },
-  {
-    id: 'body',
-    label: 'POST /move',
-    allowed: {
-      method: 'POST',
-      path: '/move',
-      ...json({ from: 'uploads/incoming/a.txt', to: 'uploads/archive/a.txt' }),
-    },
-    traversal: {
-      method: 'POST',
-      path: '/move',
-      ...json({ from: '../../etc/passwd', to: 'uploads/archive/a.txt' }),
-    },
-  },
 ];
 
 const RATIOS = [
