@@ -1,0 +1,156 @@
+// One server of the hook-cost benchmark (bench/hook-cost.mjs): `node
+// bench/hook-cost-server.mjs <fastify|express>`. It serves the two routes of
+// bench/http-server.mjs (GET /files/<wildcard>, POST /move {from,to}), but
+// every request runs three checks in front of the handler, one after the
+// other, each timed with process.hrtime: an empty function (the timer's own
+// cost), the hand-written path.resolve + startsWith check, and pathgate's
+// real hook (Fastify: the preHandler its onRoute hook installed; Express: the
+// gate.read()/gate.write() middleware). The order rotates from one request
+// to the next, so none always runs on caches the others warmed.
+//
+// Forked with an IPC channel: sends { type: 'ready', port }, answers
+// { type: 'reset' } (zeroes the sums, then echoes it) and { type: 'report' } with the mean ns
+// per call of each check, and exits when the channel closes.
+import path from 'node:path';
+
+const framework = process.argv[2];
+if (framework !== 'fastify' && framework !== 'express') {
+  console.error('usage: node bench/hook-cost-server.mjs <fastify|express>');
+  process.exit(2);
+}
+
+const ROOT = '/srv/sandbox';
+const ROOT_SLASH = `${ROOT}/`;
+const FS_RULES = ['./public/**', 'rw:./uploads/**'];
+const OK = { ok: true };
+const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).startsWith(ROOT_SLASH);
+
+const CHECKS = ['empty', 'hand', 'pathgate'];
+const ORDERS = [
+  [0, 1, 2],
+  [1, 2, 0],
+  [2, 0, 1],
+];
+const sums = { empty: 0n, hand: 0n, pathgate: 0n };
+let calls = 0;
+let problem;
+
+/**
+ * Runs the three checks of one request in the next rotation. Each is
+ * `(go) => void` and must call `go()` synchronously (an allowed request);
+ * returns whether all three did.
+ */
+function runChecks(checks) {
+  const order = ORDERS[calls % ORDERS.length];
+  let passed = 0;
+  const go = () => {
+    passed += 1;
+  };
+  for (const i of order) {
+    const name = CHECKS[i];
+    const start = process.hrtime.bigint();
+    checks[name](go);
+    sums[name] += process.hrtime.bigint() - start;
+  }
+  calls += 1;
+  if (passed !== CHECKS.length) problem ??= `a check did not pass request ${calls} at once`;
+  return passed === CHECKS.length;
+}
+
+async function fastifyServer() {
+  const { default: Fastify } = await import('fastify');
+  const { pathgate } = await import('@pathgate/fastify');
+  const app = Fastify();
+  await app.register(pathgate, { root: ROOT, fs: FS_RULES });
+  const hand = {
+    '/files/*': (request) => inRoot(request.params['*']),
+    '/move': (request) => inRoot(request.body?.from) && inRoot(request.body?.to),
+  };
+  // Registered after the plugin, so it runs after pathgate's onRoute hook and
+  // finds that hook's route-level preHandler(s) in place.
+  app.addHook('onRoute', (route) => {
+    const handCheck = hand[route.url];
+    if (handCheck === undefined) return;
+    const installed = [route.preHandler ?? []].flat();
+    if (installed.length === 0) throw new Error(`${route.url}: pathgate installed no preHandler`);
+    route.preHandler = function timedChecks(request, reply, done) {
+      const checks = {
+        empty: (go) => go(),
+        hand: (go) => (handCheck(request) ? go() : undefined),
+        pathgate: (go) => {
+          let left = installed.length;
+          for (const hook of installed) hook.call(this, request, reply, () => (left -= 1));
+          if (left === 0) go();
+        },
+      };
+      if (runChecks(checks)) done();
+      else if (!reply.sent) reply.code(500).send({ problem });
+    };
+  });
+  const config = {
+    param: { pathgate: { mode: 'read', paths: [{ params: '*' }] } },
+    body: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } },
+  };
+  const reply = (_request, rep) => {
+    rep.send(OK);
+  };
+  app.get('/files/*', { config: config.param }, reply);
+  app.post('/move', { config: config.body }, reply);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return app.server.address().port;
+}
+
+async function expressServer() {
+  const { default: express } = await import('express');
+  const { pathgate } = await import('@pathgate/express');
+  const gate = pathgate({ root: ROOT, fs: FS_RULES });
+  const timed = (gateMiddleware, handCheck) => (req, res, next) => {
+    const checks = {
+      empty: (go) => go(),
+      hand: (go) => (handCheck(req) ? go() : undefined),
+      pathgate: (go) => gateMiddleware(req, res, go),
+    };
+    if (runChecks(checks)) next();
+    else if (!res.headersSent) res.status(500).json({ problem });
+  };
+  const app = express();
+  app.get(
+    '/files/*path',
+    // Express 5 gives the named wildcard as its array of decoded segments.
+    timed(gate.read({ params: 'path' }), (req) => inRoot(req.params.path.join('/'))),
+    (_req, res) => res.json(OK),
+  );
+  app.post(
+    '/move',
+    express.json(),
+    timed(gate.write({ body: 'from' }, { body: 'to' }), (req) => {
+      return inRoot(req.body?.from) && inRoot(req.body?.to);
+    }),
+    (_req, res) => res.json(OK),
+  );
+  const server = await new Promise((resolve, reject) => {
+    const s = app.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve(s)));
+  });
+  return server.address().port;
+}
+
+const port = await (framework === 'fastify' ? fastifyServer() : expressServer());
+
+if (!process.send) {
+  console.error('hook-cost-server.mjs runs under bench/hook-cost.mjs (it needs the IPC channel)');
+  process.exit(2);
+}
+process.on('message', (message) => {
+  if (message?.type === 'reset') {
+    for (const name of CHECKS) sums[name] = 0n;
+    calls = 0;
+    problem = undefined; // the set-up's traversal fails the checks on purpose
+    process.send({ type: 'reset' });
+  }
+  if (message?.type === 'report') {
+    const ns = Object.fromEntries(CHECKS.map((name) => [name, Number(sums[name]) / calls]));
+    process.send({ type: 'report', calls, ns, problem });
+  }
+});
+process.on('disconnect', () => process.exit(0));
+process.send({ type: 'ready', port });
