@@ -59,6 +59,8 @@ function hasAccessor(req: Request): boolean {
   if (proto === ready) return true;
   let base = proto;
   while (base !== null && Object.getPrototypeOf(base) !== IncomingMessage.prototype) {
+    // An app's own `pathgate` on its request prototype would hide the accessor.
+    if (Object.hasOwn(base, 'pathgate')) return false;
     base = Object.getPrototypeOf(base) as object | null;
   }
   if (base === null) return false;

@@ -28,6 +28,14 @@ describe('req.pathgate', () => {
     expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
   });
 
+  it("an app's own pathgate on its request prototype never hides the checked paths", async () => {
+    const app = express();
+    Object.defineProperty(app.request, 'pathgate', { value: { params: { path: '/etc/passwd' } } });
+    app.get('/files/*path', read, sendInfo);
+    const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
+    expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
+  });
+
   it('the app may still assign it after the gate', async () => {
     const app = express();
     const replace = (req: Request, _res: Response, next: NextFunction) => {
