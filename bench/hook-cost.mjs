@@ -15,7 +15,8 @@
 // `node bench/hook-cost.mjs` runs both frameworks, `node bench/hook-cost.mjs
 // express` one. Environment: HOOK_PROCESSES (fresh server processes per
 // framework and route, default 5), HOOK_WARMUP (requests before timing,
-// 20000), HOOK_REQUESTS (timed requests per process, 20000).
+// 20000), HOOK_REQUESTS (timed requests per process, 20000), HOOK_EVICT_MB
+// (0: warm caches; 16: each check starts on evicted caches, see the server).
 import { fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,7 @@ const FRAMEWORKS = ['fastify', 'express'];
 const PROCESSES = envNumber('HOOK_PROCESSES', 5, 1);
 const WARMUP = envNumber('HOOK_WARMUP', 20_000, 0);
 const REQUESTS = envNumber('HOOK_REQUESTS', 20_000, 100);
+const EVICT_MB = envNumber('HOOK_EVICT_MB', 0, 0); // read by the servers, from the environment
 const CONNECTIONS = 4;
 const START_TIMEOUT_MS = 30_000;
 
@@ -125,7 +127,10 @@ async function main() {
       `per framework and route, each warmed with ${WARMUP} requests, then ${REQUESTS} timed ` +
       `(${CONNECTIONS} connections). Per request: an empty function, the hand-written check and ` +
       `pathgate's hook, in rotating order, each timed with process.hrtime; the empty call's time ` +
-      'is subtracted from the other two.\n',
+      'is subtracted from the other two. ' +
+      (EVICT_MB > 0
+        ? `Caches evicted (${EVICT_MB} MB written) before each check.\n`
+        : 'Warm caches (HOOK_EVICT_MB=16 evicts them before each check).\n'),
   );
   const samples = [];
   for (let i = 0; i < PROCESSES; i++) {
