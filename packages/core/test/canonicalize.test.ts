@@ -406,3 +406,52 @@ describe('canonicalize agrees with path.posix.resolve on ASCII', () => {
     );
   });
 });
+
+// Steps 2–4 start with one scan for NUL and non-ASCII (ASCII without NUL
+// skips them): it must see every position, in short and long values alike.
+describe('the NUL and non-ASCII scan sees every position, short or long', () => {
+  const lengths = [1, 2, 63, 64, 65, 66, 130];
+  const at = (length: number, i: number, unit: string) =>
+    `${'a'.repeat(i)}${unit}${'b'.repeat(length - i - 1)}`;
+
+  it.each(lengths)('a NUL anywhere in %i characters is refused', (length) => {
+    for (let i = 0; i < length; i++) {
+      expect(canonicalize(at(length, i, '\0'), '/srv')).toStrictEqual(fail('nul-byte'));
+    }
+  });
+
+  it.each(lengths)('a lone surrogate anywhere in %i characters is refused', (length) => {
+    for (let i = 0; i < length; i++) {
+      expect(canonicalize(at(length, i, '\ud800'), '/srv')).toStrictEqual(fail('invalid-unicode'));
+    }
+  });
+
+  it.each(lengths)('an NFD accent anywhere in %i characters is composed', (length) => {
+    for (let i = 1; i < length; i++) {
+      const nfd = at(length, i, '\u0301'); // an acute accent after an 'a': NFC makes it 'á'
+      expect(canonicalize(nfd, '/srv')).toStrictEqual(ok(`/srv/${nfd.normalize('NFC')}`));
+      expect(nfd.normalize('NFC')).toHaveLength(length - 1);
+    }
+  });
+
+  it('agrees with NUL, well-formedness and NFC checks applied in full (oracle)', () => {
+    const unit = fc.oneof(
+      { arbitrary: fc.constantFrom('a', '/', '.', '\u007f'), weight: 6 },
+      {
+        arbitrary: fc.constantFrom('\0', '\u0080', '\u00e9', 'e\u0301', '\ud800', '\udfff'),
+        weight: 1,
+      },
+    );
+    const expected = (value: string): CanonicalizeResult => {
+      if (value.includes('\0')) return fail('nul-byte');
+      if (!value.isWellFormed()) return fail('invalid-unicode');
+      return ok(posix.resolve('/srv', value.normalize('NFC')));
+    };
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 150 }), (value) => {
+        expect(canonicalize(value, '/srv')).toStrictEqual(expected(value));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
