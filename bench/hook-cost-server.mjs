@@ -11,19 +11,13 @@
 // Forked with an IPC channel: sends { type: 'ready', port }, answers
 // { type: 'reset' } (zeroes the sums, then echoes it) and { type: 'report' } with the mean ns
 // per call of each check, and exits when the channel closes.
-import path from 'node:path';
+import { FS_RULES, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
 
 const framework = process.argv[2];
 if (framework !== 'fastify' && framework !== 'express') {
   console.error('usage: node bench/hook-cost-server.mjs <fastify|express>');
   process.exit(2);
 }
-
-const ROOT = '/srv/sandbox';
-const ROOT_SLASH = `${ROOT}/`;
-const FS_RULES = ['./public/**', 'rw:./uploads/**'];
-const OK = { ok: true };
-const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).startsWith(ROOT_SLASH);
 
 const CHECKS = ['empty', 'hand', 'pathgate'];
 const ORDERS = [
@@ -76,7 +70,7 @@ async function fastifyServer() {
   await app.register(pathgate, { root: ROOT, fs: FS_RULES });
   const hand = {
     '/files/*': (request) => inRoot(request.params['*']),
-    '/move': (request) => inRoot(request.body?.from) && inRoot(request.body?.to),
+    '/move': (request) => inRootMove(request.body),
   };
   // Registered after the plugin, so it runs after pathgate's onRoute hook and
   // finds that hook's route-level preHandler(s) in place.
@@ -135,9 +129,7 @@ async function expressServer() {
   app.post(
     '/move',
     express.json(),
-    timed(gate.write({ body: 'from' }, { body: 'to' }), (req) => {
-      return inRoot(req.body?.from) && inRoot(req.body?.to);
-    }),
+    timed(gate.write({ body: 'from' }, { body: 'to' }), (req) => inRootMove(req.body)),
     (_req, res) => res.json(OK),
   );
   const server = await new Promise((resolve, reject) => {

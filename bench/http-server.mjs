@@ -13,7 +13,7 @@
 // { port } to its parent, answers { type: 'cpu' } with its CPU time, and exits
 // when the channel closes (so it never outlives the harness). Run by hand, it
 // prints the port, for profiling: `node --cpu-prof bench/http-server.mjs fastify guarded`.
-import path from 'node:path';
+import { FS_RULES, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
 
 const [framework, variant] = process.argv.slice(2);
 const FRAMEWORKS = ['fastify', 'express'];
@@ -25,15 +25,7 @@ if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant)) {
   process.exit(2);
 }
 
-// Nothing is read from the disk: the root need not exist.
-const ROOT = '/srv/sandbox';
-const ROOT_SLASH = `${ROOT}/`;
-const FS_RULES = ['./public/**', 'rw:./uploads/**'];
-const OK = { ok: true };
 const HAND_DENIED = { statusCode: 403, error: 'Forbidden', reason: 'outside-root' };
-
-/** The hand-written guard: the least a careful route does by itself. */
-const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).startsWith(ROOT_SLASH);
 
 async function fastifyServer() {
   const { default: Fastify } = await import('fastify');
@@ -55,10 +47,7 @@ async function fastifyServer() {
         preHandler: (request, rep, done) => (inRoot(request.params['*']) ? done() : deny(rep)),
       },
       body: {
-        preHandler: (request, rep, done) => {
-          const body = request.body;
-          return inRoot(body?.from) && inRoot(body?.to) ? done() : deny(rep);
-        },
+        preHandler: (request, rep, done) => (inRootMove(request.body) ? done() : deny(rep)),
       },
     },
     guarded: {
@@ -94,12 +83,7 @@ async function expressServer() {
     middleware = {
       // Express 5 gives the named wildcard as its array of decoded segments.
       param: [(req, res, next) => (inRoot(req.params.path.join('/')) ? next() : deny(res))],
-      body: [
-        (req, res, next) => {
-          const body = req.body;
-          return inRoot(body?.from) && inRoot(body?.to) ? next() : deny(res);
-        },
-      ],
+      body: [(req, res, next) => (inRootMove(req.body) ? next() : deny(res))],
     };
   }
   if (variant === 'guarded') {

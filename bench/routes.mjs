@@ -1,6 +1,21 @@
 // The two routes the HTTP benchmarks measure (bench/http-server.mjs and
 // bench/hook-cost-server.mjs serve both): the allowed request each round
-// sends (3-segment paths), and the traversal that validation expects denied.
+// sends (3-segment paths), the traversal that validation expects denied,
+// and what both servers share: the policy, the answer, the hand-written check.
+import path from 'node:path';
+
+// Nothing is read from the disk: the root need not exist.
+export const ROOT = '/srv/sandbox';
+const ROOT_SLASH = `${ROOT}/`;
+export const FS_RULES = ['./public/**', 'rw:./uploads/**'];
+/** Every handler's answer: the same tiny JSON, no disk. */
+export const OK = { ok: true };
+
+/** The hand-written guard: the least a careful route does by itself. */
+export const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).startsWith(ROOT_SLASH);
+
+/** The hand-written guard on the body route's `{ from, to }`. */
+export const inRootMove = (body) => inRoot(body?.from) && inRoot(body?.to);
 
 const json = (value) => ({
   headers: { 'content-type': 'application/json' },
