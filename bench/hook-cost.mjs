@@ -24,6 +24,7 @@ import autocannon from 'autocannon';
 import { request } from './client.mjs';
 import { envNumber, shuffle, summary, table } from './report.mjs';
 import { ROUTES } from './routes.mjs';
+import { serverReady } from './server-ready.mjs';
 
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'hook-cost-server.mjs');
 const FRAMEWORKS = ['fastify', 'express'];
@@ -32,29 +33,14 @@ const WARMUP = envNumber('HOOK_WARMUP', 20_000, 0);
 const REQUESTS = envNumber('HOOK_REQUESTS', 20_000, 100);
 const EVICT_MB = envNumber('HOOK_EVICT_MB', 0, 0); // read by the servers, from the environment
 const CONNECTIONS = 4;
-const START_TIMEOUT_MS = 30_000;
 
 const live = new Set();
 
-function startServer(framework) {
+async function startServer(framework) {
   const child = fork(SERVER, [framework], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   live.add(child);
   child.on('exit', () => live.delete(child));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${framework}: not listening`)),
-      START_TIMEOUT_MS,
-    );
-    child.once('message', (message) => {
-      clearTimeout(timer);
-      if (message?.type === 'ready') resolve({ child, port: message.port });
-      else reject(new Error(`${framework}: unexpected message ${JSON.stringify(message)}`));
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${framework}: server exited (${code}) before listening`));
-    });
-  });
+  return { child, port: await serverReady(child, framework) };
 }
 
 const ask = (child, type) =>

@@ -29,6 +29,7 @@ import autocannon from 'autocannon';
 import { request } from './client.mjs';
 import { envNumber, shuffle, summary, table } from './report.mjs';
 import { ROUTES } from './routes.mjs';
+import { serverReady } from './server-ready.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -45,7 +46,6 @@ const LEAD_MS = 100; // load runs this long before the counted window: connectio
 const WARMUP_REQUESTS = envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0);
 const WARMUP_MAX_MS = envNumber('BENCH_WARMUP_MAX_S', 8, 0) * 1000;
 const WARMUP_STEP_MS = 500;
-const START_TIMEOUT_MS = 30_000;
 
 // Every server is one of these; bare runs twice (bare2 is the A/A control).
 const VARIANTS = [
@@ -140,7 +140,7 @@ function pinnedCpus() {
  * Starts one server process; resolves once it listens. It runs on both CPUs
  * until `pinServers`: five servers start and warm up in about half the time.
  */
-function startServer(framework, variant) {
+async function startServer(framework, variant) {
   const cpus = pinnedCpus();
   const argv = [SERVER, framework, variant.server];
   const stdio = ['ignore', 'inherit', 'inherit', 'ipc'];
@@ -150,26 +150,8 @@ function startServer(framework, variant) {
       : spawn('taskset', ['-c', cpus.join(','), process.execPath, ...argv], { stdio });
   live.add(child);
   child.on('exit', () => live.delete(child));
-  return new Promise((resolve, reject) => {
-    const name = `${framework}/${variant.id}`;
-    const timer = setTimeout(
-      () => reject(new Error(`${name}: not listening after ${START_TIMEOUT_MS} ms`)),
-      START_TIMEOUT_MS,
-    );
-    child.on('message', (message) => {
-      if (message?.type !== 'ready') return;
-      clearTimeout(timer);
-      resolve({ ...variant, framework, child, port: message.port });
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${name}: server exited (${code ?? signal}) before listening`));
-    });
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-  });
+  const port = await serverReady(child, `${framework}/${variant.id}`);
+  return { ...variant, framework, child, port };
 }
 
 /** Moves every thread of every server to the server CPU (before any recorded request). */
