@@ -15,6 +15,8 @@ interface TrieNode {
   /** With few children, their names and nodes as arrays: comparing beats hashing a fresh slice. */
   names: string[] | undefined;
   nodes: TrieNode[];
+  /** No children: a check stops here without touching the Map. */
+  leaf: boolean;
 }
 
 const NONE: IndexEntry[][] = [];
@@ -26,6 +28,7 @@ const newNode = (): TrieNode => ({
   chain: [],
   names: undefined,
   nodes: [],
+  leaf: true,
 });
 
 function childOf(node: TrieNode, name: string): TrieNode | undefined {
@@ -58,6 +61,7 @@ export class RuleIndex {
 
   private link(node: TrieNode, parent: IndexEntry[][]): void {
     node.chain = node.entries.length > 0 ? [node.entries, ...parent] : parent;
+    node.leaf = node.children.size === 0;
     if (node.children.size <= SCAN_LIMIT) {
       node.names = [...node.children.keys()];
       node.nodes = [...node.children.values()];
@@ -100,7 +104,7 @@ export class RuleIndex {
     if (!this.underRoot(segments)) return NONE;
     let node = this.rootNode;
     // A leaf ends the walk before the next segment is hashed (a file name usually meets a leaf).
-    for (let i = this.root.length; i < segments.length && node.children.size > 0; i++) {
+    for (let i = this.root.length; i < segments.length && !node.leaf; i++) {
       const child = childOf(node, segments[i] as string);
       if (child === undefined) break;
       node = child;
