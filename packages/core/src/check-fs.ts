@@ -14,9 +14,10 @@ export type CheckResult =
   | { outcome: 'allow'; path: string; rule: string }
   | { outcome: 'deny'; reason: DenyReason; path?: string; rule?: string };
 
-function compiledOf(policy: PermissionPolicy): CompiledPolicy {
+/** A policy's compiled form; `who` names the caller in the TypeError for anything else. */
+export function compiledOf(policy: PermissionPolicy, who: string): CompiledPolicy {
   const compiled = (policy as { [kCompiled]?: CompiledPolicy } | null)?.[kCompiled];
-  if (!compiled) throw new TypeError('checkFs: policy must be a PermissionPolicy');
+  if (!compiled) throw new TypeError(`${who}: policy must be a PermissionPolicy`);
   return compiled;
 }
 
@@ -30,11 +31,18 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
   if (mode !== 'read' && mode !== 'write') {
     throw new TypeError(`checkFs: mode must be "read" or "write", got ${String(mode)}`);
   }
-  const { root, resolve, index } = compiledOf(policy);
+  return decide(compiledOf(policy, 'checkFs'), path, mode === 'write');
+}
+
+/**
+ * `checkFs` on a policy compiled and a mode validated beforehand: what a
+ * route guard calls for every value, without looking either up again.
+ */
+export function decide(compiled: CompiledPolicy, path: unknown, write: boolean): CheckResult {
+  const { root, resolve, index } = compiled;
   const canonical = canonicalizeValue(path, root, resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
-  const write = mode === 'write';
   let matched: string | undefined;
   for (const entries of index.candidates(segments)) {
     for (const { rule, glob } of entries) {

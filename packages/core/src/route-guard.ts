@@ -1,7 +1,13 @@
 import { canonicalizeValue, isWithin } from './canonicalize.js';
-import { type CheckResult, checkFs, type DenyReason, type FsAccessMode } from './check-fs.js';
+import {
+  type CheckResult,
+  compiledOf,
+  type DenyReason,
+  decide,
+  type FsAccessMode,
+} from './check-fs.js';
 import { setOwn } from './own-key.js';
-import type { PermissionPolicy } from './policy.js';
+import type { CompiledPolicy, PermissionPolicy } from './policy.js';
 import {
   type CompiledSpec,
   compileSpec,
@@ -79,13 +85,14 @@ export class RouteGuard {
   private readonly files: readonly CompiledSpec[];
   /** The sources `values` reads: their records in `request.pathgate` are filled per request. */
   private readonly declares: Readonly<Record<PathSource, boolean>>;
+  /** Looked up once: every value goes straight to `decide`. */
+  private readonly compiled: CompiledPolicy;
+  private readonly write: boolean;
 
-  constructor(
-    private readonly policy: PermissionPolicy,
-    mode: FsAccessMode,
-    specs: readonly CompiledSpec[],
-  ) {
+  constructor(policy: PermissionPolicy, mode: FsAccessMode, specs: readonly CompiledSpec[]) {
     this.mode = mode;
+    this.compiled = compiledOf(policy, 'RouteGuard');
+    this.write = mode === 'write';
     this.values = specs.filter((s) => s.source !== 'file');
     this.files = specs.filter((s) => s.source === 'file');
     const declares = (source: PathSource) => this.values.some((s) => s.source === source);
@@ -120,7 +127,7 @@ export class RouteGuard {
     if (value === '') return 'missing';
     const input =
       spec.under !== undefined && typeof value === 'string' ? `${spec.under}/${value}` : value;
-    return checkFs(this.policy, input, this.mode);
+    return decide(this.compiled, input, this.write);
   }
 
   /** One selected value, or each element of a selected array: the canonical path(s), or the deny. */
@@ -181,7 +188,9 @@ export class RouteGuard {
     if (result === 'missing') return deny('missing-path', spec.label);
     if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
     // A file needs a name below its directory: `.`, `x/..` or `/` name the directory itself.
-    if (result.path === (spec.under ?? this.policy.root)) return deny('missing-path', spec.label);
+    if (result.path === (spec.under ?? this.compiled.root.path)) {
+      return deny('missing-path', spec.label);
+    }
     return { ok: true, file: { field, filename: filename as string, path: result.path } };
   }
 
@@ -205,6 +214,7 @@ export function compileRouteGuard(
   options: RouteGuardOptions,
   route: string,
 ): RouteGuard {
+  compiledOf(policy, 'compileRouteGuard');
   const fail = (message: string): never => {
     throw new TypeError(`pathgate: route ${route}: ${message}`);
   };

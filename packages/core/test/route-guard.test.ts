@@ -201,6 +201,13 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
     expect(info.body).toEqual({ a: '/srv/root/docs/f.txt' });
   });
 
+  it('a policy that is not a PermissionPolicy fails at build time, not on the first request', () => {
+    const fake = { root: '/srv/root', rules: ['./**'], dot: false } as unknown as PermissionPolicy;
+    expect(() => compileRouteGuard(fake, { mode: 'read', paths: [ok] }, 'GET /x')).toThrow(
+      new TypeError('compileRouteGuard: policy must be a PermissionPolicy'),
+    );
+  });
+
   it('a route without file specs expects no files', () => {
     expect(guardOf({ mode: 'read', paths: [{ body: 'a' }] }).expectsFiles).toBe(false);
   });
