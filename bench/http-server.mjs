@@ -7,17 +7,18 @@
 //   bare     nothing
 //   empty    an empty route-level preHandler (Fastify) or middleware (Express)
 //   hand     the same hook running path.resolve(root, p) + startsWith(root + '/')
+//   core     the same hook calling @pathgate/core's checkFs on each value, no adapter
 //   guarded  pathgate, through its adapter
 //
 // It listens on 127.0.0.1, port 0. Forked with an IPC channel, it sends
 // { port } to its parent, answers { type: 'cpu' } with its CPU time, and exits
 // when the channel closes (so it never outlives the harness). Run by hand, it
 // prints the port, for profiling: `node --cpu-prof bench/http-server.mjs fastify guarded`.
-import { FS_RULES, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
+import { FS_RULES, inPolicy, inPolicyMove, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
 
 const [framework, variant] = process.argv.slice(2);
 const FRAMEWORKS = ['fastify', 'express'];
-const VARIANTS = ['bare', 'empty', 'hand', 'guarded'];
+const VARIANTS = ['bare', 'empty', 'hand', 'core', 'guarded'];
 if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant)) {
   console.error(
     `usage: node bench/http-server.mjs <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`,
@@ -36,20 +37,21 @@ async function fastifyServer() {
   const deny = (rep) => {
     rep.code(403).send(HAND_DENIED);
   };
+  /** A route-level preHandler per route: 403 unless the check passes the route's value(s). */
+  const checking = (pathOk, moveOk) => ({
+    param: {
+      preHandler: (request, rep, done) => (pathOk(request.params['*']) ? done() : deny(rep)),
+    },
+    body: { preHandler: (request, rep, done) => (moveOk(request.body) ? done() : deny(rep)) },
+  });
   const hooks = {
     bare: { param: {}, body: {} },
     empty: {
       param: { preHandler: (_request, _reply, done) => done() },
       body: { preHandler: (_request, _reply, done) => done() },
     },
-    hand: {
-      param: {
-        preHandler: (request, rep, done) => (inRoot(request.params['*']) ? done() : deny(rep)),
-      },
-      body: {
-        preHandler: (request, rep, done) => (inRootMove(request.body) ? done() : deny(rep)),
-      },
-    },
+    hand: checking(inRoot, inRootMove),
+    core: checking(inPolicy, inPolicyMove),
     guarded: {
       param: { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
       body: { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
@@ -79,13 +81,14 @@ async function expressServer() {
   let middleware;
   if (variant === 'bare') middleware = { param: [], body: [] };
   if (variant === 'empty') middleware = { param: [empty], body: [empty] };
-  if (variant === 'hand') {
-    middleware = {
-      // Express 5 gives the named wildcard as its array of decoded segments.
-      param: [(req, res, next) => (inRoot(req.params.path.join('/')) ? next() : deny(res))],
-      body: [(req, res, next) => (inRootMove(req.body) ? next() : deny(res))],
-    };
-  }
+  /** A route middleware per route: 403 unless the check passes the route's value(s). */
+  const checking = (pathOk, moveOk) => ({
+    // Express 5 gives the named wildcard as its array of decoded segments.
+    param: [(req, res, next) => (pathOk(req.params.path.join('/')) ? next() : deny(res))],
+    body: [(req, res, next) => (moveOk(req.body) ? next() : deny(res))],
+  });
+  if (variant === 'hand') middleware = checking(inRoot, inRootMove);
+  if (variant === 'core') middleware = checking(inPolicy, inPolicyMove);
   if (variant === 'guarded') {
     const { pathgate } = await import('@pathgate/express');
     const gate = pathgate({ root: ROOT, fs: FS_RULES });

@@ -1,7 +1,9 @@
 // HTTP benchmark: requests/s of a route guarded by pathgate, beside the same
 // route unguarded ("bare"), a second unguarded server as an A/A control
-// ("bare2"), the route behind an empty hook ("empty hook") and behind a
-// hand-written path.resolve + startsWith check ("hand-written"). Two routes,
+// ("bare2"), the route behind an empty hook ("empty hook"), behind a
+// hand-written path.resolve + startsWith check ("hand-written") and behind a
+// hook that calls the core's checkFs on each value and nothing else
+// ("checkFs alone": what the check costs without the adapter). Two routes,
 // GET /files/<wildcard> (a param) and POST /move {from,to} (a JSON body), for
 // Fastify and Express. Prints the ratios to bare, the same ratios computed
 // from each server's CPU time per request, and a "goals" section; a report,
@@ -53,15 +55,18 @@ const VARIANTS = [
   { id: 'bare2', server: 'bare' },
   { id: 'empty', server: 'empty' },
   { id: 'hand', server: 'hand' },
+  { id: 'core', server: 'core' },
   { id: 'guarded', server: 'guarded' },
 ];
 
 const RATIOS = [
   { id: 'guarded/bare', num: 'guarded', den: 'bare' },
   { id: 'hand-written/bare', num: 'hand', den: 'bare' },
+  { id: 'checkFs alone/bare', num: 'core', den: 'bare' },
   { id: 'empty hook/bare', num: 'empty', den: 'bare' },
   { id: 'bare2/bare (A/A)', num: 'bare2', den: 'bare' },
   { id: 'guarded/hand-written', num: 'guarded', den: 'hand' },
+  { id: 'guarded/checkFs alone', num: 'guarded', den: 'core' },
 ];
 
 // Judged on the medians of the per-round ratios, per route.

@@ -1,8 +1,10 @@
 // The two routes the HTTP benchmarks measure (bench/http-server.mjs and
 // bench/hook-cost-server.mjs serve both): the allowed request each round
 // sends (3-segment paths), the traversal that validation expects denied,
-// and what both servers share: the policy, the answer, the hand-written check.
+// and what both servers share: the policy, the answer, the hand-written check
+// and the core's check alone.
 import path from 'node:path';
+import { checkFs, PermissionPolicy } from '@pathgate/core';
 
 // Nothing is read from the disk: the root need not exist.
 export const ROOT = '/srv/sandbox';
@@ -16,6 +18,18 @@ export const inRoot = (p) => typeof p === 'string' && path.resolve(ROOT, p).star
 
 /** The hand-written guard on the body route's `{ from, to }`. */
 export const inRootMove = (body) => inRoot(body?.from) && inRoot(body?.to);
+
+// The core's check alone, on the same values and the same policy as the
+// adapters get, with the modes the guarded routes declare: what the check
+// costs without any adapter around it.
+const policy = new PermissionPolicy({ root: ROOT, permissions: { fs: FS_RULES } });
+const allowed = (p, mode) => checkFs(policy, p, mode).outcome === 'allow';
+
+/** The param route's value (read), through `checkFs` alone. */
+export const inPolicy = (p) => allowed(p, 'read');
+
+/** The body route's `{ from, to }` (write), through `checkFs` alone. */
+export const inPolicyMove = (body) => allowed(body?.from, 'write') && allowed(body?.to, 'write');
 
 const json = (value) => ({
   headers: { 'content-type': 'application/json' },
