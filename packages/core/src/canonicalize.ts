@@ -35,29 +35,12 @@ export type Canonical =
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this scan looks for.
 const NEEDS_CHECKS = /[\u0000\u0080-\uffff]/;
 
-/**
- * Up to this length the scan is a loop: inlined into the check, it touches
- * none of the regex's objects and compiled code, which a server handling
- * other requests in between has mostly evicted from the caches. Longer
- * values go to the regex, faster per character.
- */
-const LOOP_SCAN_LIMIT = 128;
-
-/** Whether `value` holds NUL or a code unit beyond ASCII. */
-function needsChecks(value: string): boolean {
-  const { length } = value;
-  if (length > LOOP_SCAN_LIMIT) return NEEDS_CHECKS.test(value);
-  // One unsigned compare per unit: NUL wraps around to 2^32 - 1, like those above 0x7f.
-  for (let i = 0; i < length; i++) if ((value.charCodeAt(i) - 1) >>> 0 >= 0x7f) return true;
-  return false;
-}
-
 /** Steps 1–4: a string, no NUL, well-formed UTF-16; returns its NFC form. */
 export function readText(value: unknown): string | { reason: CanonicalizeFailure } {
   // 1. only strings are paths: no coercion of numbers, arrays or objects
   if (typeof value !== 'string') return { reason: 'not-a-string' };
   // ASCII without NUL is well-formed and NFC already: one scan for the common case.
-  if (!needsChecks(value)) return value;
+  if (!NEEDS_CHECKS.test(value)) return value;
   // 2. a NUL truncates the path in C APIs underneath fs calls
   if (value.includes('\0')) return { reason: 'nul-byte' };
   // 3. a lone surrogate has no UTF-8 form: the file system would see U+FFFD
