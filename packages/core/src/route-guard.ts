@@ -14,7 +14,6 @@ import {
   type PathSource,
   type RouteGuardOptions,
 } from './route-spec.js';
-import { splitCanonical } from './segments.js';
 import { MISSING, select, selectedValues } from './selector.js';
 
 /** Reasons a request is denied: the core's, plus the adapters' own two. */
@@ -214,7 +213,8 @@ export function compileRouteGuard(
   options: RouteGuardOptions,
   route: string,
 ): RouteGuard {
-  compiledOf(policy, 'compileRouteGuard');
+  // The policy's own canonical root (path and segments): `under` is joined to it.
+  const { root } = compiledOf(policy, 'compileRouteGuard');
   const fail = (message: string): never => {
     throw new TypeError(`pathgate: route ${route}: ${message}`);
   };
@@ -225,11 +225,10 @@ export function compileRouteGuard(
   const { mode, paths } = options as Partial<RouteGuardOptions>;
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
   if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');
-  const root = { path: policy.root, segments: splitCanonical(policy.root) };
   // `under` is literal text like the root: relative to the root, and inside it.
   const canonicalUnder = (under: string): string | undefined => {
     const result = canonicalizeValue(under, root, undefined);
-    return result.ok && isWithin(result.value.path, policy.root) ? result.value.path : undefined;
+    return result.ok && isWithin(result.value.path, root.path) ? result.value.path : undefined;
   };
   const specs = (paths as unknown[]).map((spec, i) =>
     compileSpec(spec, (message) => fail(`paths[${i}]: ${message}`), canonicalUnder),

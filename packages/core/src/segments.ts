@@ -35,8 +35,3 @@ export function walkSegments<T>(
 export function joinSegments(segments: readonly string[]): string {
   return `/${segments.join('/')}`;
 }
-
-/** Splits a canonical absolute path back into its segments (`/` has none). */
-export function splitCanonical(path: string): string[] {
-  return path === '/' ? [] : path.slice(1).split('/');
-}
