@@ -37,7 +37,7 @@ let problem;
 /**
  * HOOK_EVICT_MB: before each timed check, write one byte per cache line of a
  * buffer this large, so every check starts on caches the others' code and
- * data no longer hold, as in bench/http.mjs, where five servers take turns
+ * data no longer hold, as in bench/http.mjs, where six servers take turns
  * on one core. 0 (the default): warm caches.
  */
 const evictBuffer = new Uint8Array(Number(process.env.HOOK_EVICT_MB ?? 0) * 1024 * 1024);

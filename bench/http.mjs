@@ -143,7 +143,7 @@ function pinnedCpus() {
 
 /**
  * Starts one server process; resolves once it listens. It runs on both CPUs
- * until `pinServers`: five servers start and warm up in about half the time.
+ * until `pinServers`: six servers start and warm up in about half the time.
  */
 async function startServer(framework, variant) {
   const cpus = pinnedCpus();
