@@ -1,5 +1,6 @@
-import { type CanonicalizeFailure, canonicalizeValue } from './canonicalize.js';
+import { type CanonicalizeFailure, canonicalizeText, readText } from './canonicalize.js';
 import { type CompiledPolicy, kCompiled, type PermissionPolicy } from './policy.js';
+import { verdict } from './verdict.js';
 
 export type FsAccessMode = 'read' | 'write';
 
@@ -39,20 +40,23 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
  * route guard calls for every value, without looking either up again.
  */
 export function decide(compiled: CompiledPolicy, path: unknown, write: boolean): CheckResult {
-  const { root, resolve, index } = compiled;
-  const canonical = canonicalizeValue(path, root, resolve);
+  const text = readText(path);
+  if (typeof text !== 'string') return { outcome: 'deny', reason: text.reason };
+  return compiled.prefixRules?.decide(text, write) ?? decideText(compiled, text, write);
+}
+
+/** The general matcher, for a checked text: canonical segments, then the rule index's candidates. */
+export function decideText(compiled: CompiledPolicy, text: string, write: boolean): CheckResult {
+  const canonical = canonicalizeText(text, compiled.root, compiled.resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
   let matched: string | undefined;
-  for (const entries of index.candidates(segments)) {
+  for (const entries of compiled.index.candidates(segments)) {
     for (const { rule, glob } of entries) {
       if (!glob.match(segments)) continue;
-      if (!write || rule.write) return { outcome: 'allow', path: canonicalPath, rule: rule.text };
+      if (!write || rule.write) return verdict(canonicalPath, rule.text, undefined);
       matched ??= rule.text;
     }
   }
-  if (matched !== undefined) {
-    return { outcome: 'deny', reason: 'mode-not-permitted', path: canonicalPath, rule: matched };
-  }
-  return { outcome: 'deny', reason: 'path-not-in-allowlist', path: canonicalPath };
+  return verdict(canonicalPath, undefined, matched);
 }

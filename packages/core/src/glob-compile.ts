@@ -13,7 +13,15 @@ export interface CompiledGlob {
   readonly literalRoot: readonly string[];
   /** Matches a canonical path's segments whose first `literalRoot.length` equal the root. */
   match(segments: readonly string[]): boolean;
+  /** What follows the literal root, when it is one of the shapes prefix-rules.ts decides on text. */
+  readonly shape: GlobShape | undefined;
 }
+
+/**
+ * Nothing (`./public/readme.txt`: the literal root alone), one `*` segment
+ * (`./uploads/*`: one entry of it), or only `**` (`./public/**`: it and everything below).
+ */
+export type GlobShape = 'exact' | 'star' | 'globstar';
 
 interface GlobSegment {
   readonly tokens: readonly GlobToken[];
@@ -184,6 +192,17 @@ function compileMatcher(
     segments.length - offset === tests.length && testsMatch(tests, segments, offset);
 }
 
+const isLoneStar = (s: GlobSegment) => s.tokens.length === 1 && s.tokens[0]?.type === 'star';
+
+function shapeOf(
+  below: readonly GlobSegment[],
+  matchers: readonly SegmentMatcher[],
+): GlobShape | undefined {
+  if (matchers.length === 0) return 'exact';
+  if (matchers.every((m) => m.globstar)) return 'globstar';
+  return below.length === 1 && isLoneStar(below[0] as GlobSegment) ? 'star' : undefined;
+}
+
 function compileAlternative(
   tokens: readonly GlobToken[],
   base: readonly string[] | undefined,
@@ -194,8 +213,10 @@ function compileAlternative(
   let rootLength = 0;
   while (rootLength < segments.length && !segments[rootLength]?.syntax) rootLength++;
   const literalRoot = segments.slice(0, rootLength).map((s) => s.literal as string);
-  const matchers = segments.slice(rootLength).map((s) => segmentMatcher(s, dot));
-  return { literalRoot, match: compileMatcher(matchers, rootLength, dot) };
+  const below = segments.slice(rootLength);
+  const matchers = below.map((s) => segmentMatcher(s, dot));
+  const shape = shapeOf(below, matchers);
+  return { literalRoot, match: compileMatcher(matchers, rootLength, dot), shape };
 }
 
 /**

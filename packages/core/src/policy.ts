@@ -1,4 +1,5 @@
 import { type CanonicalizeOptions, type CanonicalPath, canonicalizeRoot } from './canonicalize.js';
+import { PrefixRules } from './prefix-rules.js';
 import { type CompiledRule, compileRule } from './rule.js';
 import { RuleIndex } from './rule-index.js';
 
@@ -18,6 +19,8 @@ export interface CompiledPolicy {
   readonly root: CanonicalPath;
   readonly resolve: CanonicalizeOptions['resolve'];
   readonly index: RuleIndex;
+  /** The text-only check, when every rule has a shape it decides and nothing is resolved. */
+  readonly prefixRules: PrefixRules | undefined;
 }
 
 /** Not exported from the package: how `checkFs` reaches a policy's compiled form. */
@@ -72,7 +75,13 @@ function readOptions(options: unknown): {
   const texts = readRules(options);
   const rules: CompiledRule[] = texts.map((t, i) => compileRule(t, i, root.segments, dot));
   const index = new RuleIndex(rules, root.segments);
-  return { compiled: { root, resolve: typedResolve, index }, rules: rules.map((r) => r.text), dot };
+  // A resolver may move any path: only the general matcher checks what it answers.
+  const prefixRules = typedResolve ? undefined : PrefixRules.of(rules, root);
+  return {
+    compiled: { root, resolve: typedResolve, index, prefixRules },
+    rules: rules.map((r) => r.text),
+    dot,
+  };
 }
 
 /**

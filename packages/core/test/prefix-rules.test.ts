@@ -1,0 +1,157 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { readText } from '../src/canonicalize.js';
+import { compiledOf, decideText } from '../src/check-fs.js';
+import { checkFs, PermissionPolicy, resolveSymlinks } from '../src/index.js';
+
+// The text-only check (prefix-rules.ts) must give the general matcher's answer, rule and
+// canonical path included, wherever it answers at all: on random policies of the shapes it
+// takes and random paths, many of them plain, many one `.`, `..`, `//` or dotfile away.
+
+const compiled = (root: string, fs: readonly string[], dot = false) =>
+  compiledOf(new PermissionPolicy({ root, permissions: { fs }, dot }), 'test');
+
+const NAMES = ['a', 'b', 'ab', 'a.b', '.h', 'é', 'x y'];
+const name = fc.constantFrom(...NAMES);
+const root = fc.constantFrom('/', '/r', '/r/a', '/r/é');
+
+/** A rule of a shape the prefix check takes: a literal directory, then nothing, `*` or `**`. */
+const rule = (r: string) =>
+  fc
+    .tuple(
+      fc.constantFrom('', 'r:', 'rw:'),
+      fc.constantFrom('./', '', `${r === '/' ? '' : r}/`),
+      fc.array(name, { maxLength: 3 }),
+      fc.constantFrom('', '*', '**', '**/**'),
+    )
+    .map(([mode, base, dirs, tail]) => {
+      const glob = [...dirs, ...(tail === '' ? [] : [tail])].join('/');
+      return `${mode}${base}${glob === '' && base === '' ? '.' : glob}`;
+    });
+
+const policy = root.chain((r) =>
+  fc.tuple(fc.constant(r), fc.array(rule(r), { maxLength: 5 }), fc.boolean()),
+);
+
+/** Paths near the rules: their names, the forms the walk rewrites, NFD, absolute and relative. */
+const pathText = (r: string) =>
+  fc
+    .tuple(
+      fc.constantFrom('', '/', `${r === '/' ? '' : r}/`, '/elsewhere/'),
+      fc.array(fc.constantFrom(...NAMES, 'c', '.', '..', '', 'e\u0301'), { maxLength: 5 }),
+      fc.constantFrom('', '/'),
+    )
+    .map(([base, segments, end]) => `${base}${segments.join('/')}${end}`);
+
+describe('prefix rules: the text-only check', () => {
+  it('answers exactly as the general matcher wherever it answers', () => {
+    let answered = 0;
+    let declined = 0;
+    fc.assert(
+      fc.property(
+        policy.chain(([r, fs, dot]) =>
+          fc.tuple(fc.constant(compiled(r, fs, dot)), fc.array(pathText(r), { maxLength: 8 })),
+        ),
+        ([policyForm, paths]) => {
+          const prefix = policyForm.prefixRules;
+          expect(prefix).toBeDefined();
+          for (const path of paths) {
+            const text = readText(path) as string;
+            for (const write of [false, true]) {
+              const fast = prefix?.decide(text, write);
+              if (fast === undefined) declined++;
+              else {
+                answered++;
+                expect(fast).toStrictEqual(decideText(policyForm, text, write));
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    // Both sides of the split were exercised, not one of them only.
+    expect(answered).toBeGreaterThan(1000);
+    expect(declined).toBeGreaterThan(1000);
+  });
+
+  it('takes the common rule shapes, and no other', () => {
+    for (const fs of [
+      [],
+      ['./public/**', 'rw:./uploads/*'],
+      ['**'],
+      ['./readme.txt', 'rw:/srv/x/**'],
+    ]) {
+      expect(compiled('/srv', fs).prefixRules, fs.join(' ')).toBeDefined();
+    }
+    for (const fs of [
+      ['*.txt'],
+      ['a/**/b'],
+      ['a/*/b'],
+      ['{a,b}/**'],
+      ['a/?'],
+      ['a/[bc]'],
+      ['a/x*'],
+    ]) {
+      expect(compiled('/srv', ['./public/**', ...fs]).prefixRules, fs[0]).toBeUndefined();
+    }
+    // A resolver may move any path, so its answer always goes through the general matcher.
+    const resolved = new PermissionPolicy({
+      root: '/',
+      permissions: { fs: ['./tmp/**'] },
+      resolve: resolveSymlinks,
+    });
+    expect(compiledOf(resolved, 'test').prefixRules).toBeUndefined();
+  });
+
+  it('declines every value that is not its own canonical path below the root', () => {
+    const prefix = compiled('/srv', ['**'], true).prefixRules;
+    for (const path of [
+      '',
+      '/',
+      '/srv',
+      '/srvx/a',
+      '/etc/a',
+      'a/',
+      'a//b',
+      './a',
+      'a/./b',
+      'a/..',
+      '.a',
+      'a/.b',
+      '/srv//a',
+    ]) {
+      expect(prefix?.decide(path, false), JSON.stringify(path)).toBeUndefined();
+    }
+    expect(prefix?.decide('a/b', false)).toStrictEqual({
+      outcome: 'allow',
+      path: '/srv/a/b',
+      rule: '**',
+    });
+    expect(prefix?.decide('/srv/a', true)).toStrictEqual({
+      outcome: 'deny',
+      reason: 'mode-not-permitted',
+      path: '/srv/a',
+      rule: '**',
+    });
+  });
+
+  it('is what checkFs answers with (a plain value never reaches the general matcher)', () => {
+    const policyOf = new PermissionPolicy({ root: '/srv', permissions: { fs: ['./public/**'] } });
+    const form = compiledOf(policyOf, 'test');
+    const general = form.index.candidates.bind(form.index);
+    let walked = 0;
+    (form.index as { candidates: typeof general }).candidates = (segments) => {
+      walked++;
+      return general(segments);
+    };
+    try {
+      expect(checkFs(policyOf, 'public/a.txt', 'read')).toMatchObject({ outcome: 'allow' });
+      expect(walked).toBe(0);
+      expect(checkFs(policyOf, 'public/./a.txt', 'read')).toMatchObject({ outcome: 'allow' });
+      expect(walked).toBe(1);
+    } finally {
+      delete (form.index as { candidates?: unknown }).candidates;
+    }
+  });
+});
