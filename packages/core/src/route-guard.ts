@@ -14,7 +14,7 @@ import {
   type PathSource,
   type RouteGuardOptions,
 } from './route-spec.js';
-import { MISSING, select, selectedValues } from './selector.js';
+import { type CompiledSelector, MISSING, ownValue, select, selectedValues } from './selector.js';
 
 /** Reasons a request is denied: the core's, plus the adapters' own two. */
 export type GuardDenyReason = DenyReason | 'missing-path' | 'unexpected-file';
@@ -64,9 +64,11 @@ export interface RequestValues {
 export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
 export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
 
+type Denied = Extract<GuardResult, { ok: false }>;
+
 const ALLOWED: GuardResult = { ok: true };
 
-const deny = (reason: GuardDenyReason, label: string, result?: CheckResult) => ({
+const deny = (reason: GuardDenyReason, label: string, result?: CheckResult): Denied => ({
   ok: false as const,
   denial: result ? { reason, label, result } : { reason, label },
 });
@@ -121,16 +123,8 @@ export class RouteGuard {
     };
   }
 
-  /** Checks one value: an empty string is missing, `under` joins, the policy decides. */
-  private checkValue(spec: CompiledSpec, value: unknown): CheckResult | 'missing' {
-    if (value === '') return 'missing';
-    const input =
-      spec.under !== undefined && typeof value === 'string' ? `${spec.under}/${value}` : value;
-    return decide(this.compiled, input, this.write);
-  }
-
   /** One selected value, or each element of a selected array: the canonical path(s), or the deny. */
-  private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | GuardResult {
+  private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | Denied {
     if (!Array.isArray(value)) return this.allowedPath(spec, value);
     const paths: string[] = [];
     for (const item of selectedValues(value)) {
@@ -141,11 +135,13 @@ export class RouteGuard {
     return paths;
   }
 
-  private allowedPath(spec: CompiledSpec, value: unknown): string | GuardResult {
-    const result = this.checkValue(spec, value);
-    if (result === 'missing') return deny('missing-path', spec.label);
-    if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
-    return result.path;
+  /** One value: an empty string is missing, `under` joins, the policy decides. */
+  private allowedPath(spec: CompiledSpec, value: unknown): string | Denied {
+    if (value === '') return deny('missing-path', spec.label);
+    const input =
+      spec.under !== undefined && typeof value === 'string' ? `${spec.under}/${value}` : value;
+    const result = decide(this.compiled, input, this.write);
+    return result.outcome === 'allow' ? result.path : deny(result.reason, spec.label, result);
   }
 
   /**
@@ -153,6 +149,11 @@ export class RouteGuard {
    * allowed paths in `info`. With `sources`, only the specs of those sources
    * are checked: an adapter can check params, query and headers before the
    * body is read, then everything once it is parsed.
+   *
+   * The common case, a one-key selector holding a string, is handled here
+   * without the selector walk or the array path: in a server where each
+   * request finds the caches cold, every function and object on this path
+   * costs time (bench/README.md, "cold caches").
    */
   checkRequest(
     request: RequestValues,
@@ -162,13 +163,16 @@ export class RouteGuard {
     for (const spec of this.values) {
       const source = spec.source as PathSource;
       if (sources !== undefined && !sources.includes(source)) continue;
-      const selector = spec.selector as NonNullable<CompiledSpec['selector']>;
-      const value = select(request[source], selector);
+      const selector = spec.selector as CompiledSelector;
+      const from = request[source];
+      const value =
+        selector.key === undefined ? select(from, selector) : ownValue(from, selector.key);
       if (value === MISSING || value === '' || (Array.isArray(value) && value.length === 0)) {
         if (spec.optional) continue;
         return deny('missing-path', spec.label);
       }
-      const checked = this.checkSelected(spec, value);
+      const checked =
+        typeof value === 'string' ? this.allowedPath(spec, value) : this.checkSelected(spec, value);
       if (typeof checked !== 'string' && !Array.isArray(checked)) return checked;
       setOwn(info[source] as Record<string, string | string[]>, selector.label, checked);
     }
@@ -183,14 +187,12 @@ export class RouteGuard {
   checkFile(field: string, filename: unknown): FileResult {
     const spec = this.fileSpec(field);
     if (!spec) return deny('unexpected-file', 'file');
-    const result = filename === undefined ? 'missing' : this.checkValue(spec, filename);
-    if (result === 'missing') return deny('missing-path', spec.label);
-    if (result.outcome === 'deny') return deny(result.reason, spec.label, result);
+    if (filename === undefined) return deny('missing-path', spec.label);
+    const path = this.allowedPath(spec, filename);
+    if (typeof path !== 'string') return path;
     // A file needs a name below its directory: `.`, `x/..` or `/` name the directory itself.
-    if (result.path === (spec.under ?? this.compiled.root.path)) {
-      return deny('missing-path', spec.label);
-    }
-    return { ok: true, file: { field, filename: filename as string, path: result.path } };
+    if (path === (spec.under ?? this.compiled.root.path)) return deny('missing-path', spec.label);
+    return { ok: true, file: { field, filename: filename as string, path } };
   }
 
   /** After the last part: a required file spec that no allowed part satisfied. */

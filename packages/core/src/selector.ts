@@ -5,11 +5,12 @@ export type Selector = string | readonly (string | number)[];
 export interface CompiledSelector {
   readonly steps: readonly (string | number)[];
   readonly label: string;
+  /** The key of a one-key selector (`{ body: 'path' }`, what nearly every route declares). */
+  readonly key: string | undefined;
 }
 
 /** What a selector finds when the value is missing (a value itself may be `undefined`: a hole). */
 export const MISSING: unique symbol = Symbol('pathgate.missing');
-const hasOwn = Object.prototype.hasOwnProperty;
 
 function isStep(step: unknown): step is string | number {
   if (typeof step === 'string') return step.length > 0;
@@ -20,7 +21,8 @@ function isStep(step: unknown): step is string | number {
 export function compileSelector(selector: unknown): CompiledSelector | undefined {
   const steps = typeof selector === 'string' ? [selector] : selector;
   if (!Array.isArray(steps) || steps.length === 0 || !steps.every(isStep)) return undefined;
-  return { steps: Object.freeze([...steps]), label: steps.join('.') };
+  const key = steps.length === 1 && typeof steps[0] === 'string' ? steps[0] : undefined;
+  return { steps: Object.freeze([...steps]), label: steps.join('.'), key };
 }
 
 /** Selector validation that throws the builders' TypeError. */
@@ -30,6 +32,14 @@ export function requireSelector(selector: unknown, what: string): CompiledSelect
   throw new TypeError(
     `${what}: a selector is a non-empty key or a non-empty list of non-empty keys and non-negative integer indexes`,
   );
+}
+
+/** The own property `key` of an object (not an array), MISSING when absent or `undefined`. */
+export function ownValue(current: unknown, key: string): unknown {
+  if (typeof current !== 'object' || current === null || Array.isArray(current)) return MISSING;
+  if (!Object.hasOwn(current, key)) return MISSING;
+  const value = (current as Record<string, unknown>)[key];
+  return value === undefined ? MISSING : value;
 }
 
 /**
@@ -44,10 +54,8 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
       if (!Array.isArray(current) || step >= current.length) return MISSING;
       current = current[step];
     } else {
-      if (typeof current !== 'object' || current === null || Array.isArray(current)) return MISSING;
-      if (!hasOwn.call(current, step)) return MISSING;
-      current = (current as Record<string, unknown>)[step];
-      if (current === undefined) return MISSING;
+      current = ownValue(current, step);
+      if (current === MISSING) return MISSING;
     }
   }
   return current;
