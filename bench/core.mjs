@@ -1,6 +1,7 @@
 // Core benchmark: what one `checkFs(policy, path, 'read')` costs with 10,
 // 1,000 and 10,000 rules, beside the naive floor (`path.posix.resolve` plus a
-// prefix test) and beside a picomatch loop over the same rules. Prints a table,
+// prefix test) and beside a picomatch loop over the same rules, and on a plain
+// path under a policy of directory rules only. Prints a table,
 // the ratios and a "goals" section; it is a report, so it always exits 0
 // unless the set-up itself is wrong (then the numbers would mean nothing).
 //
@@ -32,7 +33,11 @@ const BATCH_NS = 2e6; // a batch of calls lasts ~2 ms: far above timer noise, sh
 const MATCH = requestString('./d42/sub3/quarterly-report.txt');
 const MISS = requestString('./d42/sub3/quarterly-report.bin');
 const LONG = requestString(longPath(500));
-const SAMPLES = { match: MATCH, miss: MISS, long: LONG };
+// A plain value (no `./`, `..` or dotfile) under a policy of directory rules only: what
+// most routes see, decided on the text itself (packages/core/src/prefix-rules.ts).
+const PLAIN = requestString('d42/sub3/quarterly-report.txt');
+const SAMPLES = { match: MATCH, miss: MISS, long: LONG, plain: PLAIN };
+const DIRECTORY_RULES = ['./d42/**', 'rw:./uploads/*', './public/**'];
 
 // Present in every policy, so every size answers the sample paths alike.
 const ANCHORS = ['./d42/sub3/*.txt', 'rw:./d42/sub3/*.{csv,json}', './d42/deep/**/*.txt'];
@@ -139,6 +144,10 @@ function buildFixtures() {
 
 /** Refuses to time anything unless both sides give the expected answers on the sample paths. */
 function validate(fixtures) {
+  const plain = checkFs(directoryPolicy, PLAIN, 'read');
+  if (plain.outcome !== 'allow' || plain.path !== floor(PLAIN)) {
+    throw new Error(`directory rules, ${PLAIN}: checkFs ${plain.outcome}, want allow`);
+  }
   const expected = { [MATCH]: 'allow', [MISS]: 'path-not-in-allowlist', [LONG]: 'allow' };
   for (const { size, policy, matchers } of fixtures) {
     for (const [p, want] of Object.entries(expected)) {
@@ -153,6 +162,11 @@ function validate(fixtures) {
     }
   }
 }
+
+const directoryPolicy = new PermissionPolicy({
+  root: ROOT,
+  permissions: { fs: DIRECTORY_RULES },
+});
 
 function makeVariants(fixtures) {
   const variants = [];
@@ -173,6 +187,8 @@ function makeVariants(fixtures) {
   }
   const largest = fixtures[fixtures.length - 1];
   add('checkFs/long', 'checkFs', largest.size, 'long', checkLoop(largest.policy, LONG));
+  const dirs = `${DIRECTORY_RULES.length} dirs`;
+  add('checkFs/dirs/plain', 'checkFs', dirs, 'plain', checkLoop(directoryPolicy, PLAIN));
   return variants;
 }
 
@@ -236,6 +252,12 @@ const RATIOS = [
   ...perSample('checkFs(10k)/checkFs(10)', 'checkFs/10000', 'checkFs/10'),
   ...perSample('picomatch(10k)/checkFs(10k)', 'picomatch/10000', 'checkFs/10000'),
   { group: '500', id: 'checkFs(500 chars)/floor', num: 'checkFs/long', den: 'floor/long' },
+  {
+    group: 'dirs',
+    id: 'checkFs(directory rules)/floor',
+    num: 'checkFs/dirs/plain',
+    den: 'floor/plain',
+  },
 ];
 
 // Each goal is judged on the median ratio of every sample path of its group.
@@ -265,8 +287,8 @@ function printHeader(fixtures, variants) {
   console.log(
     `${ROUNDS} rounds × ${PASSES} passes × ${variants.length} variants, batches of ~${BATCH_NS / 1e6} ms`,
   );
-  const lengths = [MATCH, MISS, LONG].map((p) => floor(p).length).join(' / ');
-  console.log(`canonical path lengths (match / miss / long): ${lengths}`);
+  const lengths = [MATCH, MISS, LONG, PLAIN].map((p) => floor(p).length).join(' / ');
+  console.log(`canonical path lengths (match / miss / long / plain): ${lengths}`);
   for (const f of fixtures) {
     console.log(
       `  ${f.size} rules: policy built in ${f.policyMs.toFixed(1)} ms, picomatch in ${f.picoMs.toFixed(1)} ms`,
