@@ -44,14 +44,12 @@ function matches(rule: PrefixRule, text: string, start: number): boolean {
 export class PrefixRules {
   /** Deepest literal root first, then rule text: the rule index's candidate order. */
   private readonly rules: readonly PrefixRule[];
-  /** The policy root's canonical path, and with a `/` after it unless it is `/`. */
-  private readonly root: string;
+  /** The policy root's canonical path with a `/` after it (`/` for the root of everything). */
   private readonly rootSlash: string;
 
   private constructor(rules: PrefixRule[], root: string) {
     this.rules = rules;
-    this.root = root === '/' ? '' : root;
-    this.rootSlash = `${this.root}/`;
+    this.rootSlash = root === '/' ? root : `${root}/`;
   }
 
   /** The prefix form of a policy's rules, or undefined when some rule has another shape. */
