@@ -1,7 +1,7 @@
 import type { CanonicalPath } from './canonicalize.js';
 import type { CheckResult } from './check-fs.js';
 import type { GlobShape } from './glob-compile.js';
-import type { CompiledRule } from './rule.js';
+import { byRuleText, type CompiledRule } from './rule.js';
 import { verdict } from './verdict.js';
 
 /** One brace alternative of a rule, as a prefix of plain text relative to the policy root. */
@@ -62,7 +62,7 @@ export class PrefixRules {
         list.push({ prefix, shape, write: rule.write, text: rule.text, depth: literalRoot.length });
       }
     }
-    list.sort((a, b) => b.depth - a.depth || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
+    list.sort((a, b) => b.depth - a.depth || byRuleText(a, b));
     return new PrefixRules(
       list.map(({ prefix, shape, write, text }) => ({ prefix, shape, write, text })),
       root.path,

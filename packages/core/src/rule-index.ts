@@ -1,5 +1,5 @@
 import type { CompiledGlob } from './glob-compile.js';
-import type { CompiledRule } from './rule.js';
+import { byRuleText, type CompiledRule } from './rule.js';
 
 /** One brace alternative of one rule, filed under its literal root. */
 export interface IndexEntry {
@@ -85,9 +85,7 @@ export class RuleIndex {
 
   /** Rule text order within a node: which rule explains a decision never depends on rule order. */
   private sort(node: TrieNode): void {
-    node.entries.sort((a, b) =>
-      a.rule.text < b.rule.text ? -1 : a.rule.text > b.rule.text ? 1 : 0,
-    );
+    node.entries.sort((a, b) => byRuleText(a.rule, b.rule));
     for (const child of node.children.values()) this.sort(child);
   }
 

@@ -12,6 +12,15 @@ export interface CompiledRule {
 
 const PREFIX = /^([A-Za-z]+):/;
 
+/**
+ * The order of rules that share a literal root: by their text (code units),
+ * so which rule explains a decision never depends on the order of `fs`. Both
+ * matchers (rule-index.ts, prefix-rules.ts) must try rules in this order.
+ */
+export function byRuleText(a: { readonly text: string }, b: { readonly text: string }): number {
+  return a.text < b.text ? -1 : a.text > b.text ? 1 : 0;
+}
+
 /** Splits the mode prefix: letters before the first `:` are a prefix and must be `r` or `rw`. */
 function splitPrefix(rule: string): { write: boolean; glob: string } {
   const match = PREFIX.exec(rule);
