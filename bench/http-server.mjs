@@ -7,7 +7,9 @@
 //   bare     nothing
 //   empty    an empty route-level preHandler (Fastify) or middleware (Express)
 //   hand     the same hook running path.resolve(root, p) + startsWith(root + '/')
-//   core     the same hook calling @pathgate/core's checkFs on each value, no adapter
+//   core     @pathgate/core's checkFs on each value, no adapter, where pathgate
+//            checks: in front of the handler (Fastify; no hook on these routes),
+//            in the same middleware (Express)
 //   guarded  pathgate, through its adapter
 //
 // It listens on 127.0.0.1, port 0. Forked with an IPC channel, it sends
@@ -44,6 +46,16 @@ async function fastifyServer() {
     },
     body: { preHandler: (request, rep, done) => (moveOk(request.body) ? done() : deny(rep)) },
   });
+  /** checkFs alone in front of the handler, where pathgate's check runs on these routes. */
+  const inFront = (ok, value) => (request, rep) =>
+    ok(value(request)) ? reply(request, rep) : deny(rep);
+  const handlers =
+    variant === 'core'
+      ? {
+          param: inFront(inPolicy, (r) => r.params['*']),
+          body: inFront(inPolicyMove, (r) => r.body),
+        }
+      : { param: reply, body: reply };
   const hooks = {
     bare: { param: {}, body: {} },
     empty: {
@@ -51,7 +63,7 @@ async function fastifyServer() {
       body: { preHandler: (_request, _reply, done) => done() },
     },
     hand: checking(inRoot, inRootMove),
-    core: checking(inPolicy, inPolicyMove),
+    core: { param: {}, body: {} },
     guarded: {
       param: { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
       body: { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
@@ -61,8 +73,8 @@ async function fastifyServer() {
     const { pathgate } = await import('@pathgate/fastify');
     await app.register(pathgate, { root: ROOT, fs: FS_RULES });
   }
-  app.get('/files/*', hooks.param, reply);
-  app.post('/move', hooks.body, reply);
+  app.get('/files/*', hooks.param, handlers.param);
+  app.post('/move', hooks.body, handlers.body);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { port: app.server.address().port, close: () => app.close() };
 }

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { createAppWideHooks, createRouteHooks } from './hook.js';
+import { createAppWideHooks } from './hook.js';
 import { type PathgateOptions, readOptions } from './options.js';
-import { attachRouteHooks, routesMayEscape } from './reach.js';
+import { guardRoute, routesMayEscape } from './reach.js';
 import { kState, stateOf } from './request-state.js';
 import { RouteGuards } from './route-config.js';
 
@@ -22,13 +22,13 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
   /** Contexts created after this registration: every route of theirs passed the onRoute hook. */
   const covered = new WeakSet<FastifyInstance>();
   // Routes declared from here on compile now (a bad declaration stops
-  // startup) and get route-level hooks closing over their guard: routes
-  // without a declaration get none, and pay nothing.
+  // startup) and get a guarded handler or route-level hooks closing over
+  // their guard: routes without a declaration get neither, and pay nothing.
   fastify.addHook('onRoute', function pathgateOnRoute(this: FastifyInstance, route) {
     if (appWide && this !== fastify) covered.add(this);
     const guard = guards.compileRoute(route);
     if (guard === undefined) return;
-    attachRouteHooks(route, createRouteHooks(guard, settings));
+    guardRoute(route, guard, settings);
     if (appWide) RouteGuards.markGuarded(route);
   });
   // Routes declared earlier, or in contexts made earlier, are still guarded:

@@ -1,5 +1,7 @@
-import type { FastifyInstance, RouteOptions } from 'fastify';
-import type { RouteHooks } from './hook.js';
+import type { RouteGuard } from '@pathgate/core';
+import type { FastifyInstance, RouteHandlerMethod, RouteOptions } from 'fastify';
+import { createRouteHooks, guardedHandler, type RouteHooks } from './hook.js';
+import type { PathgateSettings } from './options.js';
 
 /** What `printRoutes()` answers for a router without routes (find-my-way's text). */
 const EMPTY_ROUTER = '(empty tree)';
@@ -43,29 +45,51 @@ export function routesMayEscape(fastify: FastifyInstance): boolean {
 /** Every hook function pathgate attached to a route. */
 const attached = new WeakSet<object>();
 
+/** The route's own handler behind each handler pathgate wrapped. */
+const wrappedHandlers = new WeakMap<RouteHandlerMethod, RouteHandlerMethod>();
+
 const HOOK_NAMES = ['onRequest', 'preHandler', 'onSend'] as const;
 
 /**
- * `onRoute`: the route-level hooks of a guarded route, each the route's first
- * of its kind. Fastify runs the hooks of the application and its plugins
- * before any route-level hook; the route's own hooks run after pathgate's,
- * and see checked values. The lists are copies (a list shared by several
- * routes is left alone), and pathgate hooks already in them (copied from
- * another route's options) are dropped: each route runs its own guard, once.
+ * The route's own hooks of one kind, as a fresh list (a list shared by
+ * several routes is left alone), without pathgate hooks copied from another
+ * route's options: each route runs its own guard, once.
  */
-export function attachRouteHooks(route: RouteOptions, hooks: RouteHooks): void {
+function ownHooks(current: unknown): unknown[] {
+  const list = Array.isArray(current) ? current : current === undefined ? [] : [current];
+  return list.filter((fn) => !attached.has(fn));
+}
+
+/**
+ * `onRoute`: guards a route that declares paths. A route with neither a
+ * file spec nor a `preHandler` of its own gets its handler wrapped
+ * (`guardedHandler`); any other gets route-level hooks, each the route's
+ * first of its kind. Either way the check comes after the hooks of the
+ * application and its plugins (Fastify runs those before any route-level
+ * hook) and before the route's own, which see checked values.
+ */
+export function guardRoute(
+  route: RouteOptions,
+  guard: RouteGuard,
+  settings: PathgateSettings,
+): void {
   const options = route as unknown as Record<string, unknown>;
+  // A handler copied from another guarded route's options: its own, unwrapped.
+  route.handler = wrappedHandlers.get(route.handler) ?? route.handler;
+  const wrap = !guard.expectsFiles && ownHooks(options.preHandler).length === 0;
+  const hooks: Partial<RouteHooks> = wrap ? {} : createRouteHooks(guard, settings);
   for (const name of HOOK_NAMES) {
     const hook = hooks[name];
-    const current = options[name];
-    if (current === undefined && hook === undefined) continue;
-    const list = (Array.isArray(current) ? current : current === undefined ? [] : [current]).filter(
-      (fn) => !attached.has(fn),
-    );
+    if (options[name] === undefined && hook === undefined) continue;
+    const list = ownHooks(options[name]);
     if (hook !== undefined) {
       attached.add(hook);
       list.unshift(hook);
     }
     options[name] = list;
   }
+  if (!wrap) return;
+  const handler = guardedHandler(route.handler, guard, settings);
+  wrappedHandlers.set(handler, route.handler);
+  route.handler = handler;
 }

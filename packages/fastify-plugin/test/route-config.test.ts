@@ -234,16 +234,26 @@ function pathgateHooks(app: FastifyInstance): string[] {
 }
 
 describe('which hooks: only guarded routes pay, when every route passed the onRoute hook', () => {
-  it('registered first: route-level hooks on guarded routes, none anywhere else', async () => {
+  it('registered first: no hook on a guarded route without hooks of its own, none anywhere else', async () => {
     const app = newApp();
     await withPlugin(app);
     app.get('/open', async () => 'open');
-    const open = app.printRoutes({ includeHooks: true });
-    expect(open).not.toContain('pathgate');
     app.get('/files/*', { config: { pathgate: READ_STAR } }, async () => 'ok');
     app.register(async (child) => {
       child.get('/child/open', async () => 'open');
     });
+    await app.ready();
+    expect(app.printRoutes({ includeHooks: true })).not.toContain('pathgate');
+    const port = await listen(app);
+    expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
+    expect((await request(port, { path: '/files/public/a' })).text).toBe('ok');
+  });
+
+  it("a guarded route with a preHandler of its own gets pathgate's preHandler before it", async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const preHandler = async () => {};
+    app.get('/files/*', { config: { pathgate: READ_STAR }, preHandler }, async () => 'ok');
     await app.ready();
     expect(pathgateHooks(app)).toEqual(['pathgatePreHandler']);
   });
@@ -369,6 +379,85 @@ describe('hook order', () => {
     expect(seen).toEqual([{ '*': `${root}/public/a` }]);
   });
 
+  it('on a route without a preHandler of its own, app and plugin hooks run first, the handler after the check', async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    const order: string[] = [];
+    app.addHook('preHandler', async (req) => {
+      order.push(`app hook: ${req.pathgate === null ? 'unchecked' : 'checked'}`);
+    });
+    app.get('/files/*', { config: { pathgate: READ_STAR } }, async (req) => {
+      order.push('handler');
+      return req.pathgate?.params;
+    });
+    const port = await listen(app);
+    expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
+    expect(order).toEqual(['app hook: unchecked']);
+    const ok = await request(port, { path: '/files/public/a' });
+    expect(ok.json).toEqual({ '*': `${root}/public/a` });
+    expect(order).toEqual(['app hook: unchecked', 'app hook: unchecked', 'handler']);
+  });
+
+  it("the guarded handler keeps the handler's this and its return value, sync or async", async () => {
+    const app = newApp();
+    await withPlugin(app);
+    app.decorate('greeting', 'hello');
+    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
+    app.get('/sync', { config: { pathgate: query } }, function (this: FastifyInstance) {
+      return { greeting: (this as FastifyInstance & { greeting: string }).greeting };
+    });
+    app.get('/async', { config: { pathgate: query } }, async function (this: FastifyInstance) {
+      return { greeting: (this as FastifyInstance & { greeting: string }).greeting };
+    });
+    const port = await listen(app);
+    for (const path of ['/sync', '/async']) {
+      expect((await request(port, { path: `${path}?p=public%2Fa` })).json).toEqual({
+        greeting: 'hello',
+      });
+      expect((await request(port, { path: `${path}?p=..%2Fa` })).status).toBe(403);
+    }
+  });
+
+  it("a guarded handler copied from another route's options runs only the route's own guard", async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    let copied: unknown;
+    app.addHook('onRoute', (route) => {
+      if (route.url === '/a/*' && route.method === 'GET') copied = route.handler;
+    });
+    app.get('/a/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate);
+    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
+    // `/a/*`'s guard would deny here: `/b` has no `*` param.
+    app.get('/b', { config: { pathgate: query } }, copied as never);
+    const port = await listen(app);
+    const ok = await request(port, { path: '/b?p=public%2Fa' });
+    expect(ok.json).toMatchObject({ params: {}, query: { p: `${root}/public/a` } });
+    expect((await request(port, { path: '/b?p=..%2F..%2Fx' })).json).toEqual(
+      denied('query.p', 'path-not-in-allowlist'),
+    );
+  });
+
+  it("a preHandler another plugin's onRoute hook adds later runs before the check, the handler after it", async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const seen: unknown[] = [];
+    let calls = 0;
+    app.addHook('onRoute', (route) => {
+      route.preHandler = async (req) => {
+        seen.push(req.pathgate);
+      };
+    });
+    app.get('/files/*', { config: { pathgate: READ_STAR } }, async () => {
+      calls++;
+      return 'ok';
+    });
+    const port = await listen(app);
+    expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
+    expect((await request(port, { path: '/files/public/a' })).text).toBe('ok');
+    expect(calls).toBe(1);
+    expect(seen).toEqual([null, null]);
+  });
+
   it("pathgate hooks copied from another route's options are replaced by the route's own", async () => {
     const app = newApp();
     const root = await withPlugin(app);
@@ -376,7 +465,8 @@ describe('hook order', () => {
     app.addHook('onRoute', (route) => {
       if (route.url === '/a/*' && route.method === 'GET') copied = route.preHandler;
     });
-    app.get('/a/*', { config: { pathgate: READ_STAR } }, async () => 'a');
+    const own = async () => {};
+    app.get('/a/*', { config: { pathgate: READ_STAR }, preHandler: own }, async () => 'a');
     const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
     const preHandler = copied as never;
     app.get('/b', { config: { pathgate: query }, preHandler }, async (req) => req.pathgate);
