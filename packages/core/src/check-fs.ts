@@ -40,9 +40,12 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
  * route guard calls for every value, without looking either up again.
  */
 export function decide(compiled: CompiledPolicy, path: unknown, write: boolean): CheckResult {
+  // A plain value passes steps 1–4 as it is: the prefix check reads it first.
+  const plain = typeof path === 'string' ? compiled.prefixRules?.decide(path, write) : undefined;
+  if (plain !== undefined) return plain;
   const text = readText(path);
   if (typeof text !== 'string') return { outcome: 'deny', reason: text.reason };
-  return compiled.prefixRules?.decide(text, write) ?? decideText(compiled, text, write);
+  return decideText(compiled, text, write);
 }
 
 /** The general matcher, for a checked text: canonical segments, then the rule index's candidates. */

@@ -56,9 +56,10 @@ describe('prefix rules: the text-only check', () => {
           const prefix = policyForm.prefixRules;
           expect(prefix).toBeDefined();
           for (const path of paths) {
+            // The prefix check reads the raw value; the general matcher, the checked text.
             const text = readText(path) as string;
             for (const write of [false, true]) {
-              const fast = prefix?.decide(text, write);
+              const fast = prefix?.decide(path, write);
               if (fast === undefined) declined++;
               else {
                 answered++;
@@ -71,8 +72,8 @@ describe('prefix rules: the text-only check', () => {
       { numRuns: 2000 },
     );
     // Both sides of the split were exercised, not one of them only.
-    expect(answered).toBeGreaterThan(1000);
-    expect(declined).toBeGreaterThan(1000);
+    expect(answered).toBeGreaterThan(500);
+    expect(declined).toBeGreaterThan(500);
   });
 
   it('takes the common rule shapes, and no other', () => {
@@ -120,6 +121,11 @@ describe('prefix rules: the text-only check', () => {
       '.a',
       'a/.b',
       '/srv//a',
+      // Not ASCII, or NUL: the general path gives the reason or normalizes.
+      'a/\u00e9',
+      'a/e\u0301',
+      'a\u0000b',
+      'a/\ud800',
     ]) {
       expect(prefix?.decide(path, false), JSON.stringify(path)).toBeUndefined();
     }
