@@ -35,11 +35,12 @@ function matches(rule: PrefixRule, text: string, start: number): boolean {
  * entries (`./uploads/*`) or one literal path, and a value is plain (below
  * the root, relative or absolute, ASCII without NUL, no empty, `.`, `..` or
  * dot-led segment), the value is its own canonical path and a rule matches
- * exactly when its literal root is a prefix of the text ending at a `/`. Deciding there, with
- * no split into segments and no walk of the rule index, touches a few
- * objects per check, which is what a check costs in a loaded server. The
- * answer, rule included, is the general matcher's (prefix-rules.test.ts
- * compares the two on random policies and paths); other values go to it.
+ * exactly when its literal root is a prefix of the text ending at a `/`.
+ * Deciding there, with no split into segments and no walk of the rule
+ * index, touches a few objects per check, which is what a check costs in a
+ * loaded server. The answer, rule included, is the general matcher's
+ * (prefix-rules.test.ts compares the two on random policies and paths);
+ * other values go to it.
  */
 export class PrefixRules {
   /** Deepest literal root first, then rule text: the rule index's candidate order. */
