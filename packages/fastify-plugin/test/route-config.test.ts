@@ -12,6 +12,7 @@ import { denied, listen, newApp, postMultipart, request, sandbox } from './helpe
 
 const RULES = ['./public/**', 'rw:./uploads/**'];
 const READ_STAR: RouteGuardOptions = { mode: 'read', paths: [{ params: '*' }] };
+const READ_QUERY: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
 
 async function withPlugin(app: FastifyInstance, root = sandbox()): Promise<string> {
   await app.register(pathgate, { root, fs: RULES });
@@ -358,6 +359,24 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
   });
 });
 
+/** What the route `GET /a/*`, declared next, holds under `name` once pathgate guarded it. */
+function copyOptionOfA(app: FastifyInstance, name: 'handler' | 'preHandler'): () => unknown {
+  let copied: unknown;
+  app.addHook('onRoute', (route) => {
+    if (route.url === '/a/*' && route.method === 'GET') copied = route[name];
+  });
+  return () => copied;
+}
+
+/** `GET /b` runs its own `query.p` guard only, and its handler answers `request.pathgate`. */
+async function expectOwnQueryGuard(port: number, root: string): Promise<void> {
+  const ok = await request(port, { path: '/b?p=public%2Fa' });
+  expect(ok.json).toMatchObject({ params: {}, query: { p: `${root}/public/a` } });
+  expect((await request(port, { path: '/b?p=..%2F..%2Fx' })).json).toEqual(
+    denied('query.p', 'path-not-in-allowlist'),
+  );
+}
+
 describe('hook order', () => {
   it("the route's own preHandler hooks run after the check, and see its paths", async () => {
     const app = newApp();
@@ -402,11 +421,10 @@ describe('hook order', () => {
     const app = newApp();
     await withPlugin(app);
     app.decorate('greeting', 'hello');
-    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
-    app.get('/sync', { config: { pathgate: query } }, function (this: FastifyInstance) {
+    app.get('/sync', { config: { pathgate: READ_QUERY } }, function (this: FastifyInstance) {
       return { greeting: (this as FastifyInstance & { greeting: string }).greeting };
     });
-    app.get('/async', { config: { pathgate: query } }, async function (this: FastifyInstance) {
+    app.get('/async', { config: { pathgate: READ_QUERY } }, async function (this: FastifyInstance) {
       return { greeting: (this as FastifyInstance & { greeting: string }).greeting };
     });
     const port = await listen(app);
@@ -421,20 +439,11 @@ describe('hook order', () => {
   it("a guarded handler copied from another route's options runs only the route's own guard", async () => {
     const app = newApp();
     const root = await withPlugin(app);
-    let copied: unknown;
-    app.addHook('onRoute', (route) => {
-      if (route.url === '/a/*' && route.method === 'GET') copied = route.handler;
-    });
+    const copied = copyOptionOfA(app, 'handler');
     app.get('/a/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate);
-    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
     // `/a/*`'s guard would deny here: `/b` has no `*` param.
-    app.get('/b', { config: { pathgate: query } }, copied as never);
-    const port = await listen(app);
-    const ok = await request(port, { path: '/b?p=public%2Fa' });
-    expect(ok.json).toMatchObject({ params: {}, query: { p: `${root}/public/a` } });
-    expect((await request(port, { path: '/b?p=..%2F..%2Fx' })).json).toEqual(
-      denied('query.p', 'path-not-in-allowlist'),
-    );
+    app.get('/b', { config: { pathgate: READ_QUERY } }, copied() as never);
+    await expectOwnQueryGuard(await listen(app), root);
   });
 
   it("a preHandler another plugin's onRoute hook adds later runs before the check, the handler after it", async () => {
@@ -461,30 +470,20 @@ describe('hook order', () => {
   it("pathgate hooks copied from another route's options are replaced by the route's own", async () => {
     const app = newApp();
     const root = await withPlugin(app);
-    let copied: unknown;
-    app.addHook('onRoute', (route) => {
-      if (route.url === '/a/*' && route.method === 'GET') copied = route.preHandler;
-    });
+    const copied = copyOptionOfA(app, 'preHandler');
     const own = async () => {};
     app.get('/a/*', { config: { pathgate: READ_STAR }, preHandler: own }, async () => 'a');
-    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
-    const preHandler = copied as never;
-    app.get('/b', { config: { pathgate: query }, preHandler }, async (req) => req.pathgate);
-    const port = await listen(app);
-    expect((await request(port, { path: '/b?p=..%2F..%2Fx' })).json).toEqual(
-      denied('query.p', 'path-not-in-allowlist'),
-    );
-    const ok = await request(port, { path: '/b?p=public%2Fa' });
-    expect(ok.json).toMatchObject({ params: {}, query: { p: `${root}/public/a` } });
+    const preHandler = copied() as never;
+    app.get('/b', { config: { pathgate: READ_QUERY }, preHandler }, async (req) => req.pathgate);
+    await expectOwnQueryGuard(await listen(app), root);
   });
 
   it("a prefixed plugin's '/' route is guarded at both of its URLs", async () => {
     const app = newApp();
     await withPlugin(app);
-    const query: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
     app.register(
       async (api) => {
-        api.get('/', { config: { pathgate: query } }, async (req) => req.pathgate?.query);
+        api.get('/', { config: { pathgate: READ_QUERY } }, async (req) => req.pathgate?.query);
       },
       { prefix: '/api' },
     );
