@@ -5,8 +5,9 @@
 // other, each timed with process.hrtime: an empty function (the timer's own
 // cost), the hand-written path.resolve + startsWith check, and pathgate's
 // real check (Fastify: the guarded handler its onRoute hook put in front of
-// the route's handler; Express: the gate.read()/gate.write() middleware). The order rotates from one request
-// to the next, so none always runs on caches the others warmed.
+// the route's handler; Express: the gate.read()/gate.write() middleware).
+// The order rotates from one request to the next, so none always runs on
+// caches the others warmed.
 //
 // Forked with an IPC channel: sends { type: 'ready', port }, answers
 // { type: 'reset' } (zeroes the sums, then echoes it) and { type: 'report' } with the mean ns
