@@ -107,6 +107,6 @@ export class PrefixRules {
   }
 
   private pathOf(text: string, start: number): string {
-    return start === 0 ? `${this.rootSlash}${text}` : text;
+    return start === 0 ? this.rootSlash + text : text;
   }
 }
