@@ -12,6 +12,7 @@ const BENCHMARKS = [
   'core.mjs', // checkFs per call vs the path.resolve floor and a picomatch loop, 10 to 10k rules
   'http.mjs', // req/s of guarded Fastify and Express routes vs bare, an empty hook and a hand-written check
   'hook-cost.mjs', // ns inside pathgate's hook vs the hand-written check, on the same requests of one server
+  'instructions.mjs', // instructions per request (callgrind) of the route guard, checkFs alone and the hand-written check
   'load.mjs', // both examples under 30 s of mixed load with 10 MB denied uploads: a pass/fail check
 ];
 

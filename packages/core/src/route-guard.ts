@@ -70,7 +70,7 @@ type Denied = Extract<GuardResult, { ok: false }>;
  * `request[source]` as named loads (`default` is `headers`: a fourth case
  * costs more). A keyed load serving every source goes megamorphic in a
  * server with several routes, and each megamorphic access probes V8's
- * global stub cache: about 100 instructions (bench/README.md, "Instructions").
+ * global stub cache: about 100 instructions (bench/README.md, instructions.mjs).
  */
 function partOf(request: RequestValues, source: PathSource): unknown {
   switch (source) {
