@@ -12,7 +12,7 @@
 // Forked with an IPC channel: sends { type: 'ready', port }, answers
 // { type: 'reset' } (zeroes the sums, then echoes it) and { type: 'report' } with the mean ns
 // per call of each check, and exits when the channel closes.
-import { FS_RULES, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
+import { DECLARATIONS, FS_RULES, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
 
 const framework = process.argv[2];
 if (framework !== 'fastify' && framework !== 'express') {
@@ -105,8 +105,8 @@ async function fastifyServer() {
     };
   });
   const config = {
-    param: { pathgate: { mode: 'read', paths: [{ params: '*' }] } },
-    body: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } },
+    param: { pathgate: DECLARATIONS.param },
+    body: { pathgate: DECLARATIONS.body },
   };
   app.get('/files/*', { config: config.param }, handler);
   app.post('/move', { config: config.body }, handler);

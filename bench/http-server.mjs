@@ -16,7 +16,16 @@
 // { port } to its parent, answers { type: 'cpu' } with its CPU time, and exits
 // when the channel closes (so it never outlives the harness). Run by hand, it
 // prints the port, for profiling: `node --cpu-prof bench/http-server.mjs fastify guarded`.
-import { FS_RULES, inPolicy, inPolicyMove, inRoot, inRootMove, OK, ROOT } from './routes.mjs';
+import {
+  DECLARATIONS,
+  FS_RULES,
+  inPolicy,
+  inPolicyMove,
+  inRoot,
+  inRootMove,
+  OK,
+  ROOT,
+} from './routes.mjs';
 
 const [framework, variant] = process.argv.slice(2);
 const FRAMEWORKS = ['fastify', 'express'];
@@ -65,8 +74,8 @@ async function fastifyServer() {
     hand: checking(inRoot, inRootMove),
     core: { param: {}, body: {} },
     guarded: {
-      param: { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
-      body: { config: { pathgate: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] } } },
+      param: { config: { pathgate: DECLARATIONS.param } },
+      body: { config: { pathgate: DECLARATIONS.body } },
     },
   }[variant];
   if (variant === 'guarded') {

@@ -14,18 +14,17 @@
 // as in a server with several routes: the property accesses that serve them
 // all then have the inline-cache state they have in such a server. It
 // prints how many requests passed, so no check can be optimized away.
-import { compileRouteGuard, PermissionPolicy } from '@pathgate/core';
-import { FS_RULES, inPolicy, inPolicyMove, inRoot, inRootMove, ROOT } from './routes.mjs';
+import { compileRouteGuard } from '@pathgate/core';
+import { DECLARATIONS, inPolicy, inPolicyMove, inRoot, inRootMove, POLICY } from './routes.mjs';
 
 const [route, variant, count] = process.argv.slice(2);
 const iterations = Number(count);
-const policy = new PermissionPolicy({ root: ROOT, permissions: { fs: FS_RULES } });
 
 // Each route's value(s), request part and checks; the values are those of bench/routes.mjs.
 const ROUTE_CHECKS = {
   param: {
     request: (i) => ({ params: JSON.parse(`{"*":"public/docs/report${i & 7}.txt"}`) }),
-    declaration: { mode: 'read', paths: [{ params: '*' }] },
+    declaration: DECLARATIONS.param,
     hand: (request) => inRoot(request.params['*']),
     core: (request) => inPolicy(request.params['*']),
   },
@@ -33,7 +32,7 @@ const ROUTE_CHECKS = {
     request: (i) => ({
       body: JSON.parse(`{"from":"uploads/incoming/a${i & 7}.txt","to":"uploads/archive/a.txt"}`),
     }),
-    declaration: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] },
+    declaration: DECLARATIONS.body,
     hand: (request) => inRootMove(request.body),
     core: (request) => inPolicyMove(request.body),
   },
@@ -63,7 +62,7 @@ if (chosen === undefined || !VARIANTS.includes(variant) || !(iterations > 0)) {
 
 /** The variant's check of one route's requests. */
 function checkOf(routeChecks, name) {
-  const guard = compileRouteGuard(policy, routeChecks.declaration, name);
+  const guard = compileRouteGuard(POLICY, routeChecks.declaration, name);
   return {
     none: () => true,
     hand: routeChecks.hand,

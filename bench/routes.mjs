@@ -1,8 +1,8 @@
 // The two routes the HTTP benchmarks measure (bench/http-server.mjs and
 // bench/hook-cost-server.mjs serve both): the allowed request each round
 // sends (3-segment paths), the traversal that validation expects denied,
-// and what both servers share: the policy, the answer, the hand-written check
-// and the core's check alone.
+// and what the servers share: the policy, the guarded routes' declarations,
+// the answer, the hand-written check and the core's check alone.
 import path from 'node:path';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 
@@ -10,6 +10,11 @@ import { checkFs, PermissionPolicy } from '@pathgate/core';
 export const ROOT = '/srv/sandbox';
 const ROOT_SLASH = `${ROOT}/`;
 export const FS_RULES = ['./public/**', 'rw:./uploads/**'];
+/** The guarded routes' declarations: Fastify's `config.pathgate`, the core's route guard options. */
+export const DECLARATIONS = {
+  param: { mode: 'read', paths: [{ params: '*' }] },
+  body: { mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] },
+};
 /** Every handler's answer: the same tiny JSON, no disk. */
 export const OK = { ok: true };
 
@@ -22,8 +27,8 @@ export const inRootMove = (body) => inRoot(body?.from) && inRoot(body?.to);
 // The core's check alone, on the same values and the same policy as the
 // adapters get, with the modes the guarded routes declare: what the check
 // costs without any adapter around it.
-const policy = new PermissionPolicy({ root: ROOT, permissions: { fs: FS_RULES } });
-const allowed = (p, mode) => checkFs(policy, p, mode).outcome === 'allow';
+export const POLICY = new PermissionPolicy({ root: ROOT, permissions: { fs: FS_RULES } });
+const allowed = (p, mode) => checkFs(POLICY, p, mode).outcome === 'allow';
 
 /** The param route's value (read), through `checkFs` alone. */
 export const inPolicy = (p) => allowed(p, 'read');
