@@ -1,9 +1,9 @@
 // Instruction counts: how many machine instructions pathgate's per-request
 // check executes, beside the hand-written check and checkFs alone, counted
 // by valgrind's callgrind (bench/instructions-worker.mjs runs the loop).
-// Unlike every timing here, a count repeats to within about 0.5% whatever
-// else the machine is doing, so it can tell apart two builds whose times
-// this machine cannot (bench/README.md, "Instructions").
+// Unlike every timing here, a count repeats to within about 100 instructions
+// a request whatever else the machine is doing, so it can tell apart two
+// builds whose times this machine cannot (bench/README.md, instructions.mjs).
 //
 // It answers a narrower question than bench/http.mjs: the work of the check
 // on warm caches, not its time in a loaded server, where cache misses weigh
