@@ -21,15 +21,17 @@
 // Environment: BENCH_ROUNDS (default 30), BENCH_RESTART_EVERY (5),
 // BENCH_WINDOW_S (1.5), BENCH_CONNECTIONS (4), BENCH_WARMUP_REQUESTS (20000),
 // BENCH_WARMUP_MAX_S (8); BENCH_JSON=<file> also writes every round's numbers.
+// `node bench/http.mjs --pool <file>…` reports the rounds of several such
+// files taken together, with no new measurement.
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { request } from './client.mjs';
-import { envNumber, shuffle, summary, table } from './report.mjs';
+import { envNumber, medianInterval, shuffle, summary, table } from './report.mjs';
 import { ROUTES } from './routes.mjs';
 import { serverReady } from './server-ready.mjs';
 
@@ -433,6 +435,22 @@ const row = (label, perRoute, pick, fmt) => [
   }),
 ];
 
+/** One throughput ratio (`RATIOS`) in each round of a route. */
+const ratioValues = (list, { num, den }) => list.map((x) => x.rps[num] / x.rps[den]);
+
+/** A goal's verdict on the median of its ratio, with the median's 95% interval. */
+function goalLine(framework, label, goal, list) {
+  const values = ratioValues(
+    list,
+    RATIOS.find((r) => r.id === goal.ratio),
+  );
+  const value = summary(values).median;
+  const { low, high } = medianInterval(values);
+  const verdict = goal.ok(value) ? 'PASS' : 'FAIL';
+  const interval = `95% interval ${fmtRatio(low)}–${fmtRatio(high)}`;
+  return `  ${verdict}  ${framework} ${label}: ${goal.text} — ${goal.ratio} ${fmtRatio(value)} (${interval})`;
+}
+
 /** Per framework: the table, the CPU use, the goals. Returns the goal lines. */
 function printFramework(framework, { reasons, rounds, generations }) {
   const perRoute = ROUTES.map((route) => {
@@ -441,7 +459,7 @@ function printFramework(framework, { reasons, rounds, generations }) {
     return {
       route,
       // Throughput ratios: num req/s over den req/s, in the same window.
-      rps: Object.fromEntries(RATIOS.map((r) => [r.id, of((x) => x.rps[r.num] / x.rps[r.den])])),
+      rps: Object.fromEntries(RATIOS.map((r) => [r.id, summary(ratioValues(list, r))])),
       // The same from CPU time per request: den µs over num µs, so it reads like a throughput ratio.
       cpu: Object.fromEntries(
         RATIOS.map((r) => [r.id, of((x) => x.cpuUs[r.den] / x.cpuUs[r.num])]),
@@ -483,17 +501,45 @@ function printFramework(framework, { reasons, rounds, generations }) {
     );
   }
   console.log('');
-  return perRoute.flatMap((p) =>
-    GOALS[framework].map((goal) => {
-      const value = p.rps[goal.ratio].median;
-      const verdict = goal.ok(value) ? 'PASS' : 'FAIL';
-      return `  ${verdict}  ${framework} ${p.route.label}: ${goal.text} — ${goal.ratio} ${fmtRatio(value)}`;
-    }),
+  return ROUTES.flatMap((route) =>
+    GOALS[framework].map((goal) => goalLine(framework, route.label, goal, rounds[route.id])),
   );
+}
+
+function printGoals(goals) {
+  console.log('goals (medians of the per-round ratios)');
+  for (const line of goals) console.log(line);
+}
+
+/** One framework's results of several runs, as if one run had made all their rounds. */
+const pooled = (results) => ({
+  reasons: results[0].reasons,
+  rounds: Object.fromEntries(ROUTES.map((r) => [r.id, results.flatMap((x) => x.rounds[r.id])])),
+  generations: results.flatMap((x) => x.generations),
+});
+
+/**
+ * `--pool a.json b.json …`: the report of the BENCH_JSON files' rounds
+ * taken together. One run's median moves with the day (bench/README.md);
+ * more rounds from more runs narrow that down.
+ */
+function pool(files) {
+  if (files.length === 0) {
+    console.error('usage: node bench/http.mjs --pool <BENCH_JSON file>…');
+    process.exit(2);
+  }
+  const runs = files.map((file) => JSON.parse(readFileSync(file, 'utf8')));
+  console.log(`pathgate HTTP benchmark, pooled: ${files.join(', ')}\n`);
+  const goals = FRAMEWORKS.flatMap((framework) => {
+    const results = runs.map((run) => run[framework]).filter((r) => r !== undefined);
+    return results.length === 0 ? [] : printFramework(framework, pooled(results));
+  });
+  printGoals(goals);
 }
 
 async function main() {
   const words = process.argv.slice(2);
+  if (words[0] === '--pool') return pool(words.slice(1));
   const frameworks = words.length === 0 ? FRAMEWORKS : FRAMEWORKS.filter((f) => words.includes(f));
   if (frameworks.length === 0) {
     console.error(`usage: node bench/http.mjs [${FRAMEWORKS.join('] [')}]`);
@@ -505,9 +551,7 @@ async function main() {
   if (process.env.BENCH_JSON)
     writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 1));
   printHeader(frameworks);
-  const goals = frameworks.flatMap((f) => printFramework(f, results[f]));
-  console.log('goals (medians of the per-round ratios)');
-  for (const line of goals) console.log(line);
+  printGoals(frameworks.flatMap((f) => printFramework(f, results[f])));
   console.log(`\n(${((performance.now() - started) / 1000).toFixed(0)} s)`);
 }
 

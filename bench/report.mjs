@@ -1,5 +1,6 @@
 // What every benchmark of this folder shares: the shuffled order of a round,
-// quantiles of per-round samples, and plain-text tables.
+// quantiles of per-round samples and the precision of their median, and
+// plain-text tables.
 
 /** The q-quantile of `values`, interpolated between the nearest ranks. */
 export function quantile(values, q) {
@@ -17,6 +18,20 @@ export const summary = (values) => ({
   p25: quantile(values, 0.25),
   p75: quantile(values, 0.75),
 });
+
+/**
+ * A 95% interval of the median of `values`: the 2.5th and 97.5th
+ * percentiles of the medians of 2,000 resamples (with replacement). It
+ * treats the samples as independent, so it leaves out what drifts between
+ * runs: read it as the least uncertainty a median carries.
+ */
+export function medianInterval(values, resamples = 2000) {
+  const medians = [];
+  for (let i = 0; i < resamples; i++) {
+    medians.push(median(values.map(() => values[Math.floor(Math.random() * values.length)])));
+  }
+  return { low: quantile(medians, 0.025), high: quantile(medians, 0.975) };
+}
 
 /** A left-aligned text table with a dashed rule under the headers. */
 export function table(headers, rows) {
