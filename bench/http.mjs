@@ -20,7 +20,7 @@
 // `node bench/http.mjs` runs both frameworks, `node bench/http.mjs express` one.
 // Environment: BENCH_ROUNDS (default 30), BENCH_RESTART_EVERY (5),
 // BENCH_WINDOW_S (1.5), BENCH_CONNECTIONS (4), BENCH_WARMUP_REQUESTS (20000),
-// BENCH_WARMUP_MAX_S (8); BENCH_JSON=<file> also writes every round's numbers.
+// BENCH_WARMUP_MAX_S (30); BENCH_JSON=<file> also writes every round's numbers.
 // `node bench/http.mjs --pool <file>…` reports the rounds of several such
 // files taken together, with no new measurement.
 import { spawn, spawnSync } from 'node:child_process';
@@ -48,7 +48,7 @@ const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 4, 1);
 const LEAD_MS = 100; // load runs this long before the counted window: connections open, queues fill
 // After each (re)start, unrecorded: until the slowest server answered WARMUP_REQUESTS (both routes), at most WARMUP_MAX_MS.
 const WARMUP_REQUESTS = envNumber('BENCH_WARMUP_REQUESTS', 20_000, 0);
-const WARMUP_MAX_MS = envNumber('BENCH_WARMUP_MAX_S', 8, 0) * 1000;
+const WARMUP_MAX_MS = envNumber('BENCH_WARMUP_MAX_S', 30, 0) * 1000;
 const WARMUP_STEP_MS = 500;
 
 // Every server is one of these; bare runs twice (bare2 is the A/A control).
