@@ -31,7 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { request } from './client.mjs';
-import { envNumber, medianInterval, shuffle, summary, table } from './report.mjs';
+import { envNumber, median, medianInterval, shuffle, summary, table } from './report.mjs';
 import { ROUTES } from './routes.mjs';
 import { serverReady } from './server-ready.mjs';
 
@@ -438,13 +438,9 @@ const row = (label, perRoute, pick, fmt) => [
 /** One throughput ratio (`RATIOS`) in each round of a route. */
 const ratioValues = (list, { num, den }) => list.map((x) => x.rps[num] / x.rps[den]);
 
-/** A goal's verdict on the median of its ratio, with the median's 95% interval. */
-function goalLine(framework, label, goal, list) {
-  const values = ratioValues(
-    list,
-    RATIOS.find((r) => r.id === goal.ratio),
-  );
-  const value = summary(values).median;
+/** A goal's verdict on the median of its ratio's per-round `values`, with the median's 95% interval. */
+function goalLine(framework, label, goal, values) {
+  const value = median(values);
   const { low, high } = medianInterval(values);
   const verdict = goal.ok(value) ? 'PASS' : 'FAIL';
   const interval = `95% interval ${fmtRatio(low)}–${fmtRatio(high)}`;
@@ -456,10 +452,12 @@ function printFramework(framework, { reasons, rounds, generations }) {
   const perRoute = ROUTES.map((route) => {
     const list = rounds[route.id];
     const of = (f) => summary(list.map(f));
+    // Throughput ratios: num req/s over den req/s, in the same window.
+    const ratios = Object.fromEntries(RATIOS.map((r) => [r.id, ratioValues(list, r)]));
     return {
       route,
-      // Throughput ratios: num req/s over den req/s, in the same window.
-      rps: Object.fromEntries(RATIOS.map((r) => [r.id, summary(ratioValues(list, r))])),
+      ratios,
+      rps: Object.fromEntries(RATIOS.map((r) => [r.id, summary(ratios[r.id])])),
       // The same from CPU time per request: den µs over num µs, so it reads like a throughput ratio.
       cpu: Object.fromEntries(
         RATIOS.map((r) => [r.id, of((x) => x.cpuUs[r.den] / x.cpuUs[r.num])]),
@@ -501,8 +499,8 @@ function printFramework(framework, { reasons, rounds, generations }) {
     );
   }
   console.log('');
-  return ROUTES.flatMap((route) =>
-    GOALS[framework].map((goal) => goalLine(framework, route.label, goal, rounds[route.id])),
+  return perRoute.flatMap((p) =>
+    GOALS[framework].map((goal) => goalLine(framework, p.route.label, goal, p.ratios[goal.ratio])),
   );
 }
 
