@@ -23,6 +23,7 @@ export type {
   FileResult,
   GuardDenyReason,
   GuardResult,
+  GuardSettings,
   PathDenial,
   PathgateInfo,
   RequestValues,

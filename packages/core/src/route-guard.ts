@@ -61,6 +61,36 @@ export interface RequestValues {
   headers?: unknown;
 }
 
+/** How an adapter's framework hands its values over (`compileRouteGuard`'s last argument). */
+export interface GuardSettings {
+  /**
+   * A params value that is an array is one path's segments, joined with `/`
+   * (Express 5's named wildcard, `/files/*path`), not a list of paths: the
+   * adapter can then pass its request as it is, with no joined copy.
+   */
+  readonly paramSegments?: boolean;
+}
+
+/**
+ * `params` with its `key` joined when it holds a wildcard's segments: the
+ * rare multi-step selector on a segmented param (`['path', 0]`) then walks
+ * one path's text, as a one-key selector reads it, and selects nothing.
+ */
+function joinedParam(params: unknown, key: string | number | undefined): unknown {
+  if (typeof key !== 'string') return params;
+  const value = ownValue(params, key);
+  if (!Array.isArray(value)) return params;
+  const joined: Record<string, unknown> = {};
+  setOwn(joined, key, value.join('/'));
+  return joined;
+}
+
+/** A one-key selector's value, a segmented param's array joined into one path. */
+function keyValue(from: unknown, key: string, segments: boolean): unknown {
+  const value = ownValue(from, key);
+  return segments && Array.isArray(value) ? value.join('/') : value;
+}
+
 export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
 export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
 
@@ -128,9 +158,16 @@ export class RouteGuard {
   /** Looked up once: every value goes straight to `decide`. */
   private readonly compiled: CompiledPolicy;
   private readonly write: boolean;
+  private readonly paramSegments: boolean;
 
-  constructor(policy: PermissionPolicy, mode: FsAccessMode, specs: readonly CompiledSpec[]) {
+  constructor(
+    policy: PermissionPolicy,
+    mode: FsAccessMode,
+    specs: readonly CompiledSpec[],
+    settings: GuardSettings = {},
+  ) {
     this.mode = mode;
+    this.paramSegments = settings.paramSegments === true;
     this.compiled = compiledOf(policy, 'RouteGuard');
     this.write = mode === 'write';
     this.values = specs.filter((s) => s.source !== 'file');
@@ -203,9 +240,12 @@ export class RouteGuard {
       const source = spec.source as PathSource;
       if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as CompiledSelector;
+      const segments = this.paramSegments && source === 'params';
       const from = partOf(request, source);
       const value =
-        selector.key === undefined ? select(from, selector) : ownValue(from, selector.key);
+        selector.key === undefined
+          ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
+          : keyValue(from, selector.key, segments);
       // The string test first: `===` on a value of unknown type is a builtin call.
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {
@@ -255,6 +295,7 @@ export function compileRouteGuard(
   policy: PermissionPolicy,
   options: RouteGuardOptions,
   route: string,
+  settings?: GuardSettings,
 ): RouteGuard {
   // The policy's own canonical root (path and segments): `under` is joined to it.
   const { root } = compiledOf(policy, 'compileRouteGuard');
@@ -276,5 +317,5 @@ export function compileRouteGuard(
   const specs = (paths as unknown[]).map((spec, i) =>
     compileSpec(spec, (message) => fail(`paths[${i}]: ${message}`), canonicalUnder),
   );
-  return new RouteGuard(policy, mode as FsAccessMode, specs);
+  return new RouteGuard(policy, mode as FsAccessMode, specs, settings);
 }

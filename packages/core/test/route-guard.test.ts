@@ -492,6 +492,63 @@ describe('checkRequest: arrays are checked element by element', () => {
   });
 });
 
+describe('checkRequest: paramSegments joins a params array into one path', () => {
+  const segmented = (paths: unknown[]) =>
+    compileRouteGuard(policy, { mode: 'read', paths } as RouteGuardOptions, 'GET /f/*path', {
+      paramSegments: true,
+    });
+  const guard = segmented([{ params: 'path' }, { query: 'dir', optional: true }]);
+
+  it('joins the segments with / and records the one canonical path', () => {
+    const { result, info } = runGuard(guard, { params: { path: ['docs', 'a', 'b.txt'] } });
+    expect(result).toEqual({ ok: true });
+    expect(info.params).toEqual({ path: `${ROOT}/docs/a/b.txt` });
+  });
+
+  it('judges the joined path, not each segment: `..` segments climb out', () => {
+    const climbing = { params: { path: ['docs', '..', '..', 'etc', 'passwd'] } };
+    expect(denialOf(runGuard(guard, climbing).result)).toEqual({
+      reason: 'path-not-in-allowlist',
+      label: 'params.path',
+      result: { outcome: 'deny', reason: 'path-not-in-allowlist', path: '/srv/etc/passwd' },
+    });
+    // `docs/../docs` is allowed as one path; checked one by one, its `..` would deny.
+    const back = { params: { path: ['docs', '..', 'docs'] } };
+    expect(runGuard(guard, back).info.params).toEqual({ path: `${ROOT}/docs` });
+    const unjoined = guardOf({ mode: 'read', paths: [{ params: 'path' }] });
+    expect(denialOf(runGuard(unjoined, back).result).reason).toBe('path-not-in-allowlist');
+  });
+
+  it('a segment holding NUL still denies, and no segments at all is missing', () => {
+    const nul = { params: { path: ['docs', 'a\0.txt'] } };
+    expect(denialOf(runGuard(guard, nul).result).reason).toBe('nul-byte');
+    expect(denialOf(runGuard(guard, { params: { path: [] } }).result)).toEqual({
+      reason: 'missing-path',
+      label: 'params.path',
+    });
+  });
+
+  it('leaves the other sources’ arrays lists of paths', () => {
+    const request = { params: { path: ['docs', 'a'] }, query: { dir: ['docs/x', '../../y'] } };
+    expect(denialOf(runGuard(guard, request).result).label).toBe('query.dir');
+  });
+
+  it('an index into a segmented param selects nothing, as into a string', () => {
+    const indexed = segmented([{ params: ['path', 0] }]);
+    expect(denialOf(runGuard(indexed, { params: { path: ['docs', 'a'] } }).result)).toEqual({
+      reason: 'missing-path',
+      label: 'params.path.0',
+    });
+  });
+
+  it('reads the params object as it is: no copy, nothing written to it', () => {
+    const params = Object.freeze({ path: Object.freeze(['docs', 'a']), other: 'x' });
+    const { result } = runGuard(guard, { params });
+    expect(result).toEqual({ ok: true });
+    expect(params).toEqual({ path: ['docs', 'a'], other: 'x' });
+  });
+});
+
 describe('checkRequest: missing values fail closed', () => {
   const guard = guardOf({ mode: 'read', paths: [{ body: 'from' }] });
   const missing = { ok: false, denial: { reason: 'missing-path', label: 'body.from' } };

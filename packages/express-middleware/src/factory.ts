@@ -41,7 +41,9 @@ export function pathgate(options: PathgateOptions): Pathgate {
     (mode: FsAccessMode) =>
     (...paths: PathSpec[]): RequestHandler => {
       routes += 1;
-      const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`);
+      const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`, {
+        paramSegments: true,
+      });
       return routeMiddleware({ guard, values: valuesReader(paths), deny, settings });
     };
   const diskStorage = (storageOptions?: DiskStorageOptions) =>
