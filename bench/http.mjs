@@ -438,10 +438,15 @@ const row = (label, perRoute, pick, fmt) => [
 /** One throughput ratio (`RATIOS`) in each round of a route. */
 const ratioValues = (list, { num, den }) => list.map((x) => x.rps[num] / x.rps[den]);
 
-/** A goal's verdict on the median of its ratio's per-round `values`, with the median's 95% interval. */
-function goalLine(framework, label, goal, values) {
+/**
+ * A goal's verdict on the median of its ratio's per-round `values`, with the
+ * median's 95% interval, resampled by generation (`generations`, one per
+ * value): a fresh server process keeps its own speed for its whole life
+ * (bench/README.md), so the rounds of one generation share that error.
+ */
+function goalLine(framework, label, goal, values, generations) {
   const value = median(values);
-  const { low, high } = medianInterval(values);
+  const { low, high } = medianInterval(values, generations);
   const verdict = goal.ok(value) ? 'PASS' : 'FAIL';
   const interval = `95% interval ${fmtRatio(low)}–${fmtRatio(high)}`;
   return `  ${verdict}  ${framework} ${label}: ${goal.text} — ${goal.ratio} ${fmtRatio(value)} (${interval})`;
@@ -500,7 +505,15 @@ function printFramework(framework, { reasons, rounds, generations }) {
   }
   console.log('');
   return perRoute.flatMap((p) =>
-    GOALS[framework].map((goal) => goalLine(framework, p.route.label, goal, p.ratios[goal.ratio])),
+    GOALS[framework].map((goal) =>
+      goalLine(
+        framework,
+        p.route.label,
+        goal,
+        p.ratios[goal.ratio],
+        rounds[p.route.id].map((x) => x.generation),
+      ),
+    ),
   );
 }
 
@@ -509,12 +522,27 @@ function printGoals(goals) {
   for (const line of goals) console.log(line);
 }
 
-/** One framework's results of several runs, as if one run had made all their rounds. */
-const pooled = (results) => ({
-  reasons: results[0].reasons,
-  rounds: Object.fromEntries(ROUTES.map((r) => [r.id, results.flatMap((x) => x.rounds[r.id])])),
-  generations: results.flatMap((x) => x.generations),
-});
+/**
+ * One framework's results of several runs, as if one run had made all their
+ * rounds; each run's generations are numbered after the previous runs'.
+ */
+function pooled(results) {
+  const firsts = [];
+  let count = 0;
+  for (const result of results) {
+    firsts.push(count);
+    count += result.generations.length;
+  }
+  const rounds = (id) =>
+    results.flatMap((x, i) =>
+      x.rounds[id].map((round) => ({ ...round, generation: firsts[i] + round.generation })),
+    );
+  return {
+    reasons: results[0].reasons,
+    rounds: Object.fromEntries(ROUTES.map((r) => [r.id, rounds(r.id)])),
+    generations: results.flatMap((x) => x.generations),
+  };
+}
 
 /**
  * `--pool a.json b.json …`: the report of the BENCH_JSON files' rounds

@@ -21,14 +21,25 @@ export const summary = (values) => ({
 
 /**
  * A 95% interval of the median of `values`: the 2.5th and 97.5th
- * percentiles of the medians of 2,000 resamples (with replacement). It
- * treats the samples as independent, so it leaves out what drifts between
- * runs: read it as the least uncertainty a median carries.
+ * percentiles of the medians of 2,000 resamples (with replacement). With
+ * `groups` (one key per value), whole groups are resampled: values that
+ * share a cause of error (rounds timed on the same server processes) are
+ * not independent, and resampling them one by one would narrow the
+ * interval as if they were. It leaves out what drifts between runs: read
+ * it as the least uncertainty a median carries.
  */
-export function medianInterval(values, resamples = 2000) {
+export function medianInterval(values, groups = values.map((_, i) => i), resamples = 2000) {
+  const byGroup = new Map();
+  values.forEach((value, i) => {
+    const members = byGroup.get(groups[i]) ?? [];
+    members.push(value);
+    byGroup.set(groups[i], members);
+  });
+  const clusters = [...byGroup.values()];
   const medians = [];
   for (let i = 0; i < resamples; i++) {
-    medians.push(median(values.map(() => values[Math.floor(Math.random() * values.length)])));
+    const drawn = clusters.flatMap(() => clusters[Math.floor(Math.random() * clusters.length)]);
+    medians.push(median(drawn));
   }
   return { low: quantile(medians, 0.025), high: quantile(medians, 0.975) };
 }
