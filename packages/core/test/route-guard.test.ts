@@ -287,6 +287,17 @@ describe('checkRequest: sources, selectors and the info record', () => {
     expect(a.files).not.toBe(b.files);
   });
 
+  it('records paths on plain objects, as a handler would build them', () => {
+    const { info } = runGuard(guard, { query: { dir: 'docs/a' }, body: { from: 'docs/b' } });
+    for (const record of [info.params, info.query, info.body, info.headers]) {
+      expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+      expect(record.constructor).toBe(Object);
+    }
+    expect(Object.keys(info.query)).toEqual(['dir']);
+    expect(JSON.stringify(info.body)).toBe('{"from":"/srv/root/docs/b"}');
+    expect({ ...info.query }).toStrictEqual({ dir: '/srv/root/docs/a' });
+  });
+
   it('shares one frozen empty record for sources the route declares nothing from', () => {
     const paramsOnly = compileRouteGuard(policy, { mode: 'read', paths: [{ params: 'p' }] }, 'R');
     const a = paramsOnly.newInfo();
