@@ -1,6 +1,5 @@
 import type { CheckedFile, PathSource, RouteGuard } from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
-import { readKey } from './keyed-read.js';
 import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
@@ -23,7 +22,7 @@ function unreadMultipart(req: Request): boolean {
   if (headers['transfer-encoding'] === undefined && headers['content-length'] === undefined) {
     return false;
   }
-  return readKey(req, 'body') === undefined && typeof req.is('multipart/form-data') === 'string';
+  return req.body === undefined && typeof req.is('multipart/form-data') === 'string';
 }
 
 export interface RouteMiddlewareParts {

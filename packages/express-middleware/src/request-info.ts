@@ -1,7 +1,6 @@
 import { IncomingMessage } from 'node:http';
 import type { PathgateInfo } from '@pathgate/core';
 import type { Request, Response } from 'express';
-import { readKey } from './keyed-read.js';
 
 /**
  * Where `req.pathgate` lives: `res.locals`, under a key only this module
@@ -19,16 +18,13 @@ const kInfo = Symbol('pathgate.info');
 
 type Locals = Record<PropertyKey, unknown>;
 
-/** `res.locals` read by key (keyed-read.ts says why), when it is an object. */
-function localsOf(res: unknown): Locals | undefined {
-  if (typeof res !== 'object' || res === null) return undefined;
-  const locals = readKey(res, 'locals');
-  return typeof locals === 'object' && locals !== null ? (locals as Locals) : undefined;
+interface InfoHolder {
+  res?: { locals?: Locals };
 }
 
 /** The accessor's getter: the info a gate recorded for this request, if any. */
-function getInfo(this: object): PathgateInfo | undefined {
-  return localsOf(readKey(this, 'res'))?.[kInfo] as PathgateInfo | undefined;
+function getInfo(this: InfoHolder): PathgateInfo | undefined {
+  return this.res?.locals?.[kInfo] as PathgateInfo | undefined;
 }
 
 /** An assignment (`req.pathgate = …` in the app) shadows the accessor with an own property. */
@@ -77,11 +73,13 @@ function hasAccessor(req: Request): boolean {
 
 /** Makes `info` the request's `req.pathgate`. */
 export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
-  const locals = localsOf(res);
+  const locals = res.locals as Locals | undefined;
+  const own = Object.hasOwn(req, 'pathgate');
   if (
-    locals !== undefined &&
-    !Object.hasOwn(req, 'pathgate') &&
-    readKey(req, 'res') === res &&
+    !own &&
+    req.res === res &&
+    typeof locals === 'object' &&
+    locals !== null &&
     hasAccessor(req)
   ) {
     locals[kInfo] = info;
