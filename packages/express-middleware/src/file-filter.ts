@@ -19,9 +19,10 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     const upload = uploadOf(req);
     if (!upload) return cb(new PathgateDeniedError(UNWRAPPED));
     if (upload.settled) return cb(null, false); // already answered: skip the rest quietly
-    const result = upload.checkFile(file.fieldname, file.originalname);
+    const { result, route } = upload.checkFile(file.fieldname, file.originalname);
     if (result.ok) file.pathgatePath = result.file.path;
-    else if (!upload.refuse(result.denial)) return cb(new PathgateDeniedError(result.denial));
+    else if (!upload.refuse(result.denial, route))
+      return cb(new PathgateDeniedError(result.denial));
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     const accept = ((error: Error | null, include?: boolean) => {
       if (!error && include && result.ok) upload.accepted.push(result.file);

@@ -5,7 +5,7 @@ import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import type { Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
-import { markUploadHandler, takeRouteState } from './route-state.js';
+import { markUploadHandler, takeRouteStates } from './route-state.js';
 import { Upload } from './upload.js';
 
 /** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
@@ -78,8 +78,8 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Reques
     });
   };
   return markUploadHandler(function pathgateUpload(req, res, next) {
-    const route = takeRouteState(req);
-    const upload = new Upload({ req, res, next, route, onOrphan, ...gate });
+    const routes = takeRouteStates(req);
+    const upload = new Upload({ req, res, next, routes, onOrphan, ...gate });
     const restore = catchPipe(req);
     try {
       multerMiddleware(req, res, (error?: unknown) => upload.finish(error));

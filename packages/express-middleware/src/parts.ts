@@ -31,8 +31,8 @@ export function watchParts(req: Request, parser: unknown): void {
   parser.on('file', (field, _stream, info) => {
     const upload = uploadOf(req);
     if (info.filename || !upload || upload.settled) return;
-    const result = upload.checkFile(field, undefined);
-    if (result.ok || upload.refuse(result.denial)) return;
+    const { result, route } = upload.checkFile(field, undefined);
+    if (result.ok || upload.refuse(result.denial, route)) return;
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
     parser.destroy(new PathgateDeniedError(result.denial));
   });

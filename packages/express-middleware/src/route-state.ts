@@ -16,17 +16,20 @@ export interface RouteState {
   readonly reportOnly: boolean;
 }
 
-const states = new WeakMap<Request, RouteState>();
+const states = new WeakMap<Request, RouteState[]>();
 
+/** Every gate before the multer middleware leaves its own: each one's body specs wait for it. */
 export function leaveRouteState(req: Request, state: RouteState): void {
-  states.set(req, state);
+  const left = states.get(req);
+  if (left === undefined) states.set(req, [state]);
+  else left.push(state);
 }
 
-/** Takes the state once: a second multer middleware finds none. */
-export function takeRouteState(req: Request): RouteState | undefined {
-  const state = states.get(req);
+/** Takes the states once, in route order: a second multer middleware finds none. */
+export function takeRouteStates(req: Request): readonly RouteState[] {
+  const left = states.get(req) ?? [];
   states.delete(req);
-  return state;
+  return left;
 }
 
 const uploadHandlers = new WeakSet<object>();

@@ -66,13 +66,28 @@ export interface UploadParts {
   readonly req: Request;
   readonly res: Response;
   readonly next: NextFunction;
-  /** Left by the route's gate middleware; undefined when none ran before multer. */
-  readonly route: RouteState | undefined;
+  /** Left by the route's gate middleware(s), in route order; empty when none ran before multer. */
+  readonly routes: readonly RouteState[];
   /** The multer gate's own deny, for uploads without a route. */
   readonly deny: Deny;
   readonly storage: StorageEngine;
   /** Called when a file arrives on a route without a gate middleware. */
   readonly onOrphan: (req: Request) => void;
+}
+
+/** One file part's decision, and the gate whose deny answers it (none: the multer gate's own). */
+export interface FileCheck {
+  readonly result: FileResult;
+  readonly route: RouteState | undefined;
+}
+
+/**
+ * The gates that decide file parts: those that declare files, or else the
+ * last one (its guard answers `unexpected-file`).
+ */
+function fileGates(routes: readonly RouteState[]): readonly RouteState[] {
+  const declaring = routes.filter((route) => route.guard.expectsFiles);
+  return declaring.length > 0 ? declaring : routes.slice(-1);
 }
 
 /**
@@ -90,18 +105,29 @@ export class Upload {
     uploads.set(parts.req, this);
   }
 
-  /** Decides one file part's name, before storage sees a byte of it. */
-  checkFile(field: string, filename: string | undefined): FileResult {
-    const { route, req, onOrphan } = this.parts;
-    if (route) return route.guard.checkFile(field, filename);
-    onOrphan(req);
-    return ORPHAN;
+  /**
+   * Decides one file part's name, before storage sees a byte of it: every
+   * gate that declares files must allow it, and the last one's canonical
+   * path is where it goes.
+   */
+  checkFile(field: string, filename: string | undefined): FileCheck {
+    const { routes, req, onOrphan } = this.parts;
+    if (routes.length === 0) {
+      onOrphan(req);
+      return { result: ORPHAN, route: undefined };
+    }
+    let check: FileCheck | undefined;
+    for (const route of fileGates(routes)) {
+      check = { result: route.guard.checkFile(field, filename), route };
+      if (!check.result.ok) return check;
+    }
+    return check as FileCheck;
   }
 
-  /** Denies now. Returns `true` when the request goes on (report-only). */
-  refuse(denial: PathDenial): boolean {
+  /** Denies now, with the deny of the gate that refused. Returns `true` when the request goes on (report-only). */
+  refuse(denial: PathDenial, route: RouteState | undefined): boolean {
     if (this.settled) return false;
-    const { req, res, next, route } = this.parts;
+    const { req, res, next } = this.parts;
     const goesOn = (route?.deny ?? this.parts.deny)(denial, req, res, next);
     if (!goesOn) this.settled = true;
     return goesOn;
@@ -111,26 +137,35 @@ export class Upload {
   finish(error: unknown): void {
     // After our answer, multer's late error must not reach the app (finalhandler would cut the socket).
     if (this.settled) return;
-    const { req, next, route } = this.parts;
+    const { next, routes } = this.parts;
     if (error) next(withClientStatus(error));
-    else if (!route) next();
-    else this.finishRoute(route, req);
+    else if (routes.length === 0) next();
+    else this.finishRoutes(routes);
   }
 
-  private finishRoute(route: RouteState, req: Request): void {
-    route.info.files.push(...this.accepted);
-    const result = this.checkFields(route);
-    if (result.ok) this.proceed(route);
-    else if (route.reportOnly) {
-      if (this.refuse(result.denial)) this.proceed(route);
-    } else {
-      // Refused after multer stored the files: remove them before answering.
-      removeAll(req, this.parts.storage).then(() => this.refuse(result.denial));
+  /**
+   * Each gate's body specs and required files, in route order. The first
+   * enforced deny removes what multer stored and answers; report-only
+   * denies are logged and the next gate is checked. `req.pathgate` is the
+   * last gate's record, as without multipart.
+   */
+  private finishRoutes(routes: readonly RouteState[]): void {
+    for (const route of routes) {
+      const result = this.checkFields(route);
+      if (result.ok) continue;
+      if (!route.reportOnly) {
+        // Refused after multer stored the files: remove them before answering.
+        removeAll(this.parts.req, this.parts.storage).then(() => this.refuse(result.denial, route));
+        return;
+      }
+      if (!this.refuse(result.denial, route)) return;
     }
+    this.proceed(routes[routes.length - 1] as RouteState);
   }
 
   /** Multipart text fields exist only now; required files are known only after the last part. */
   private checkFields(route: RouteState): GuardResult {
+    route.info.files.push(...this.accepted);
     const body = route.guard.checkRequest({ body: this.parts.req.body }, route.info, ['body']);
     return body.ok ? route.guard.checkMissingFiles(this.accepted) : body;
   }

@@ -107,6 +107,29 @@ function buildApp(dir: string, options: Partial<PathgateOptions> = {}): express.
       path: req.file?.path ?? null,
     });
   });
+  // Two gates before one multer middleware: each one's deferred specs are checked.
+  app.post(
+    '/two-gates',
+    gate.write({ body: 'folder' }),
+    gate.write({ body: 'name' }),
+    up.none(),
+    handler,
+  );
+  app.post(
+    '/file-then-field',
+    gate.write(avatar),
+    gate.write({ body: 'target', under: 'uploads' }),
+    up.single('avatar'),
+    handler,
+  );
+  const narrower = pathgate({ root: dir, fs: ['rw:uploads/public/**'] });
+  app.post(
+    '/two-policies',
+    narrower.write(avatar),
+    gate.write(avatar),
+    up.single('avatar'),
+    handler,
+  );
   const small = gate.multer({ limits: { fileSize: 10 } });
   app.post('/small', gate.write(avatar), small.single('avatar'), handler);
   const overwriting = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
@@ -535,6 +558,74 @@ describe('wiring', () => {
     expect(errors.calls).toHaveLength(2);
     expect(uploads()).not.toContain('big.txt');
     expect(calls).toBe(0);
+  });
+});
+
+describe('several gates before one multer middleware', () => {
+  it("the first gate's body specs are checked too, not only the last one's", async () => {
+    await expectDenied(
+      await send('/two-gates', [
+        fieldPart('folder', '../../../etc'),
+        fieldPart('name', 'uploads/a'),
+      ]),
+      'path-not-in-allowlist',
+      'body.folder',
+    );
+    await expectDenied(
+      await send('/two-gates', [fieldPart('name', 'uploads/a')]),
+      'missing-path',
+      'body.folder',
+    );
+    await expectDenied(
+      await send('/two-gates', [fieldPart('folder', 'uploads/f'), fieldPart('name', '../n')]),
+      'path-not-in-allowlist',
+      'body.name',
+    );
+    const ok = await send('/two-gates', [
+      fieldPart('folder', 'uploads/f'),
+      fieldPart('name', 'uploads/n'),
+    ]);
+    expect(ok.status).toBe(200);
+    // req.pathgate is the last gate's record, as on a route without multipart.
+    expect((handled(ok).pathgate as { body: unknown }).body).toEqual({
+      name: join(root, 'uploads', 'n'),
+    });
+  });
+
+  it("a later gate's denied field removes the file an earlier gate allowed", async () => {
+    const before = uploads();
+    await expectDenied(
+      await send('/file-then-field', [
+        filePart('avatar', 'kept-not.txt'),
+        fieldPart('target', '../../x'),
+      ]),
+      'path-not-in-allowlist',
+      'body.target',
+    );
+    expect(uploads()).toEqual(before);
+    const ok = await send('/file-then-field', [
+      filePart('avatar', 'both.txt'),
+      fieldPart('target', 't.txt'),
+    ]);
+    expect(ok.status).toBe(200);
+    const info = handled(ok).pathgate as { body: unknown; files: unknown };
+    expect(info.body).toEqual({ target: join(root, 'uploads', 't.txt') });
+    expect(info.files).toEqual([
+      { field: 'avatar', filename: 'both.txt', path: join(root, 'uploads', 'both.txt') },
+    ]);
+  });
+
+  it('a file must pass every gate that declares files, each with its own policy', async () => {
+    const before = uploads();
+    await expectDenied(
+      await send('/two-policies', [filePart('avatar', 'wide-only.txt')]),
+      'path-not-in-allowlist',
+      'file avatar',
+    );
+    expect(uploads()).toEqual(before);
+    const ok = await send('/two-policies', [filePart('avatar', 'public/both.txt')]);
+    expect(ok.status).toBe(200);
+    expect(handled(ok).file?.path).toBe(join(root, 'uploads', 'public', 'both.txt'));
   });
 });
 
