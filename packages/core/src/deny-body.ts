@@ -23,3 +23,20 @@ export function denyBody(denial: PathDenial): DenyBody {
     reason: denial.reason,
   };
 }
+
+/**
+ * The 403 body an `onDeny` hook chose: the object it returned, or undefined
+ * for the default body. A promise is no body: an async hook settles after
+ * the reply is decided. Its rejection goes to `onRejected`, so a failing
+ * async hook cannot crash the process with an unhandled rejection.
+ */
+export function hookBody(
+  returned: unknown,
+  onRejected: (error: unknown) => void,
+): object | undefined {
+  if (typeof returned !== 'object' || returned === null) return undefined;
+  const { then } = returned as { then?: unknown };
+  if (typeof then !== 'function') return returned;
+  (then as PromiseLike<unknown>['then']).call(returned, undefined, onRejected);
+  return undefined;
+}

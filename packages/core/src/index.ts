@@ -9,7 +9,7 @@ export { canonicalize } from './canonicalize.js';
 export type { CheckResult, DenyReason, FsAccessMode } from './check-fs.js';
 export { checkFs } from './check-fs.js';
 export type { DenyBody } from './deny-body.js';
-export { denyBody } from './deny-body.js';
+export { denyBody, hookBody } from './deny-body.js';
 export type { SandPermCode } from './errors.js';
 export { SAND_PERM_CODES, SandboxPermissionError } from './errors.js';
 export { setOwn } from './own-key.js';

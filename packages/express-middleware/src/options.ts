@@ -14,8 +14,11 @@ export type DenyHandling = 'respond' | 'next';
 
 /** What pathgate logs: report-only denies and wiring mistakes. Server-side only. */
 export interface PathgateLogEntry {
-  /** `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring mistake. */
-  readonly event: 'report-only' | 'misconfigured';
+  /**
+   * `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring
+   * mistake; `'hook-failed'`: an async `onDeny` rejected (after the reply).
+   */
+  readonly event: 'report-only' | 'misconfigured' | 'hook-failed';
   readonly message: string;
   readonly method: string;
   readonly url: string;
@@ -24,13 +27,17 @@ export interface PathgateLogEntry {
   readonly reason?: GuardDenyReason;
   /** The canonical path, when there is one: for logs only, never for a client. */
   readonly path?: string;
+  /** What the hook rejected with (`'hook-failed'`). */
+  readonly error?: unknown;
 }
 
 /**
  * The `onDeny` hook: called with every deny before pathgate answers. It may
  * log, set headers, return an object to send as the 403 body instead of the
  * default one (it must not reveal paths either), or answer itself. In
- * report-only mode, and with `errors: 'next'`, its return value is ignored.
+ * report-only mode, and with `errors: 'next'`, its return value is ignored;
+ * a promise is never a body (a rejection is logged as `'hook-failed'`). If
+ * it throws, the request stops and the error goes to `next(err)`.
  */
 export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => unknown;
 
@@ -54,6 +61,20 @@ export interface Settings extends AdapterSettings<DenyHandler> {
 
 const warn = (entry: PathgateLogEntry): void => console.warn(`pathgate: ${entry.message}`, entry);
 
+/**
+ * The app's `log`, made safe to call from anywhere: it also runs inside
+ * multer's and busboy's event handlers, where a throw would crash the process.
+ */
+function safeLog(log: Settings['log']): Settings['log'] {
+  return (entry) => {
+    try {
+      log(entry);
+    } catch (error) {
+      console.error('pathgate: the log option threw', error);
+    }
+  };
+}
+
 /** Validates the factory's options once: every problem is a TypeError naming the option. */
 export function readOptions(options: unknown): Settings {
   const { settings, read } = readAdapterOptions<DenyHandler>(options, ['log', 'errors']);
@@ -63,7 +84,7 @@ export function readOptions(options: unknown): Settings {
   }
   return {
     ...settings,
-    log: readFunction<Settings['log']>(read, 'log') ?? warn,
+    log: safeLog(readFunction<Settings['log']>(read, 'log') ?? warn),
     errors,
   };
 }

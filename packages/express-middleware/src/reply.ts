@@ -1,4 +1,4 @@
-import { denyBody, type PathDenial } from '@pathgate/core';
+import { denyBody, hookBody, type PathDenial } from '@pathgate/core';
 import { lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
@@ -39,22 +39,38 @@ function logReportOnly(settings: Settings, denial: PathDenial, req: Request): vo
   });
 }
 
+/** An async `onDeny` that rejects, after the reply: logged, never an unhandled rejection. */
+function logRejected(settings: Settings, req: Request): (error: unknown) => void {
+  return (error) =>
+    settings.log({
+      event: 'hook-failed',
+      message: `onDeny failed: ${error instanceof Error ? error.message : String(error)}`,
+      method: req.method,
+      url: req.originalUrl,
+      error,
+    });
+}
+
 export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
-    if (settings.reportOnly) {
-      settings.onDeny?.(denial, req, res);
+    const { reportOnly, onDeny } = settings;
+    if (!reportOnly) closeIfBodyPending(req, res, settings);
+    let shaped: object | undefined;
+    try {
+      shaped = hookBody(onDeny?.(denial, req, res), logRejected(settings, req));
+    } catch (error) {
+      // The app's own hook failed: the request stops, and its error handler answers.
+      closeIfBodyPending(req, res, settings);
+      next(error);
+      return false;
+    }
+    if (reportOnly) {
       logReportOnly(settings, denial, req);
       return !res.headersSent;
     }
-    closeIfBodyPending(req, res, settings);
-    const shaped = settings.onDeny?.(denial, req, res);
     if (res.headersSent) return false; // onDeny answered itself
-    if (settings.errors === 'next') {
-      next(new PathgateDeniedError(denial));
-    } else {
-      const body = typeof shaped === 'object' && shaped !== null ? shaped : denyBody(denial);
-      res.status(403).json(body);
-    }
+    if (settings.errors === 'next') next(new PathgateDeniedError(denial));
+    else res.status(403).json(shaped ?? denyBody(denial));
     return false;
   };
 }

@@ -629,6 +629,86 @@ describe('several gates before one multer middleware', () => {
   });
 });
 
+describe("the app's hooks fail inside busboy's and multer's callbacks", () => {
+  /** A gate whose onDeny is `onDeny`, on a file route and a field route; the error handler counts. */
+  async function withHook(
+    onDeny: PathgateOptions['onDeny'],
+    run: (s: Served, dir: string, errors: ReturnType<typeof countingErrorHandler>) => Promise<void>,
+  ) {
+    const dir = tempRoot();
+    const errors = countingErrorHandler();
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], onDeny, log: () => {} });
+    const up = gate.multer();
+    const app = express();
+    const ok: express.RequestHandler = (_req, res) => {
+      res.json({ ok: true });
+    };
+    app.post('/file', gate.write({ file: 'avatar', under: 'uploads' }), up.single('avatar'), ok);
+    app.post('/field', gate.write({ body: 'to', under: 'uploads' }), up.none(), ok);
+    app.use(errors.handler);
+    const s = await serve(app);
+    try {
+      await run(s, dir.root, errors);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  }
+
+  it("a throwing onDeny: the app's error handler answers once, nothing is written, the server lives", async () => {
+    await withHook(
+      () => {
+        throw new Error('audit sink down');
+      },
+      async (s, dir, errors) => {
+        for (const [path, parts] of [
+          ['/file', [filePart('avatar', '../../etc/x', randomBytes(256 * 1024))]],
+          ['/field', [fieldPart('to', '../../etc/cron.d/x')]],
+        ] as const) {
+          errors.calls.length = 0;
+          const res = await upload(s.port, path, parts);
+          expect(res.status).toBe(500);
+          expect(res.json).toMatchObject({ message: 'audit sink down' });
+          await sleep(50);
+          expect(errors.calls).toHaveLength(1);
+        }
+        expect(filesUnder(dir)).toEqual([]);
+        const alive = await upload(s.port, '/field', [fieldPart('to', 'fine.txt')]);
+        expect(alive.status).toBe(200);
+      },
+    );
+  });
+
+  it('an async onDeny that rejects: the default 403, nothing unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await withHook(
+        async () => {
+          throw new Error('late');
+        },
+        async (s, _dir, errors) => {
+          const file = await upload(s.port, '/file', [filePart('avatar', '../x')]);
+          expect(file.status).toBe(403);
+          expect(file.json).toEqual(
+            denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' }),
+          );
+          const field = await upload(s.port, '/field', [fieldPart('to', '../x')]);
+          expect(field.json).toEqual(
+            denyBody({ reason: 'path-not-in-allowlist', label: 'body.to' }),
+          );
+          await sleep(20);
+          expect(errors.calls).toEqual([]);
+        },
+      );
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
 describe('the safe disk storage: no symlinks, no overwrite, no 500 on bad names', () => {
   it('an existing file → 409 PATHGATE_EXISTS (unless overwrite), content untouched', async () => {
     await send('/avatar', [filePart('avatar', 'once.txt', 'first')]);

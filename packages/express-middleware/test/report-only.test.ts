@@ -1,7 +1,7 @@
 import { denyBody, type PathDenial } from '@pathgate/core';
 import express from 'express';
 import supertest from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
@@ -113,5 +113,74 @@ describe('onDeny', () => {
     });
     await supertest(app).get('/q?path=../x').expect(303).expect('location', '/login');
     expect(calls()).toBe(0);
+  });
+
+  it('an async onDeny is no body: the default 403 goes out; a rejection is logged, not unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { app, logs, calls } = buildApp({
+        onDeny: async () => {
+          throw new Error('metrics down');
+        },
+      });
+      const res = await supertest(app).get('/q?path=../x').expect(403);
+      expect(res.body).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(logs).toEqual([
+        expect.objectContaining({
+          event: 'hook-failed',
+          message: 'onDeny failed: metrics down',
+          url: '/q?path=../x',
+        }),
+      ]);
+      expect(unhandled).toEqual([]);
+      expect(calls()).toBe(0);
+      const resolved = buildApp({ onDeny: async () => ({ late: true }) });
+      const late = await supertest(resolved.app).get('/q?path=../x').expect(403);
+      expect(late.body).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it("a throwing onDeny: the request stops, the app's error handler answers", async () => {
+    const { app, calls } = buildApp({
+      onDeny: () => {
+        throw new Error('audit sink down');
+      },
+    });
+    const errors: unknown[] = [];
+    app.use(((error, _req, res, _next) => {
+      errors.push(error);
+      res.status(500).json({ error: 'handled' });
+    }) as express.ErrorRequestHandler);
+    const res = await supertest(app).get('/q?path=../x').expect(500);
+    expect(res.body).toEqual({ error: 'handled' });
+    expect(errors).toEqual([new Error('audit sink down')]);
+    expect(calls()).toBe(0);
+  });
+});
+
+describe('log', () => {
+  it('a throwing log neither crashes nor changes the answer: its error goes to stderr', async () => {
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const { app, calls } = buildApp({
+        reportOnly: true,
+        log: () => {
+          throw new Error('log sink down');
+        },
+      });
+      await supertest(app).get('/q?path=../x').expect(200);
+      expect(calls()).toBe(1);
+      expect(stderr).toHaveBeenCalledWith(
+        'pathgate: the log option threw',
+        new Error('log sink down'),
+      );
+    } finally {
+      stderr.mockRestore();
+    }
   });
 });

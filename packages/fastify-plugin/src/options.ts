@@ -10,9 +10,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /**
  * Called on every deny. It may log, add headers (`reply.header()`), or
  * return an object to send as the 403 body instead of the default one (it
- * must not reveal paths either); any other return value is ignored. In
- * report-only mode it is called for what would have been denied, and its
- * return value is ignored.
+ * must not reveal paths either); any other return value is ignored, and a
+ * promise is no body (a rejection is logged at `error`). In report-only
+ * mode it is called for what would have been denied, and its return value
+ * is ignored.
  */
 export type DenyHandler = (
   denial: PathDenial,

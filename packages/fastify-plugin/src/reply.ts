@@ -1,4 +1,4 @@
-import { denyBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
+import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
 import { lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import type { PathgateSettings } from './options.js';
@@ -47,14 +47,16 @@ export function refuse(
   denial: PathDenial,
   settings: PathgateSettings,
 ): object | undefined {
-  const shaped = settings.onDeny?.(denial, request, reply);
+  const shaped = hookBody(settings.onDeny?.(denial, request, reply), (error) =>
+    request.log.error({ err: error }, 'pathgate: onDeny failed'),
+  );
   if (settings.reportOnly) {
     request.log.warn(logFields(request, denial), 'pathgate: would deny (report-only)');
     return undefined;
   }
   request.log.info(logFields(request, denial), 'pathgate: denied');
   closeIfBodyPending(request, reply, settings);
-  return typeof shaped === 'object' && shaped !== null ? shaped : denyBody(denial);
+  return shaped ?? denyBody(denial);
 }
 
 /** A deny in a hook: the 403 goes out now. False in report-only mode (the request goes on). */

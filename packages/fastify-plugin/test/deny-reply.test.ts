@@ -55,7 +55,7 @@ async function serve(options: Partial<PathgateOptions> = {}) {
   });
   const port = await listen(app);
   const logged = () => lines.filter((l) => l.msg === 'pathgate: denied').map((l) => l.pathgate);
-  return { root, port, logged };
+  return { root, port, logged, lines };
 }
 
 const bigFile = (filename: string) => ({
@@ -163,5 +163,34 @@ describe('onDeny', () => {
     const res = await request(s.port, { path: '/files/etc' });
     expect(res.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
     expect(count).toBe(1);
+  });
+
+  it('an async onDeny is no body, even resolved; a rejection is logged, not unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const s = await serve({
+        onDeny: async (denial) => {
+          if (denial.label === 'params.*') throw new Error('metrics down');
+          return { late: true };
+        },
+      });
+      const res = await request(s.port, { path: '/files/etc' });
+      expect(res).toMatchObject({ status: 403, json: denied('params.*', 'path-not-in-allowlist') });
+      const up = await postMultipart(s.port, '/up/uploads%2Fa.png', [
+        { disposition: 'name="upload"; filename="virus.exe"', data: 'x' },
+      ]);
+      expect(up).toMatchObject({
+        status: 403,
+        json: denied('file *', 'path-not-in-allowlist'),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const failed = s.lines.filter((l) => l.msg === 'pathgate: onDeny failed');
+      expect(failed).toEqual([expect.objectContaining({ level: 50 })]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

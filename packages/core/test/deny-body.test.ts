@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { denyBody, hookBody } from '../src/index.js';
+
+describe('denyBody', () => {
+  it('names the spec and the reason, nothing else', () => {
+    expect(denyBody({ reason: 'nul-byte', label: 'body.to' })).toEqual({
+      statusCode: 403,
+      code: 'PATHGATE_DENIED',
+      error: 'Forbidden',
+      message: 'body.to: path denied (nul-byte)',
+      reason: 'nul-byte',
+    });
+  });
+});
+
+describe("hookBody: what an onDeny hook's return value makes of the 403 body", () => {
+  const never = () => {
+    throw new Error('onRejected must not be called');
+  };
+
+  it('an object is the body; anything else that is not a promise means the default', () => {
+    const own = { error: 'no' };
+    expect(hookBody(own, never)).toBe(own);
+    for (const value of [undefined, null, 0, 'text', true, () => ({})]) {
+      expect(hookBody(value, never)).toBeUndefined();
+    }
+  });
+
+  it('a promise is no body, even one that resolves to an object', async () => {
+    expect(hookBody(Promise.resolve({ error: 'late' }), never)).toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+
+  it("a rejecting promise's error goes to onRejected, not to an unhandled rejection", async () => {
+    const seen: unknown[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const error = new Error('sink down');
+      expect(hookBody(Promise.reject(error), (e) => seen.push(e))).toBeUndefined();
+      const thenable = { then: (_ok: unknown, fail: (e: unknown) => void) => fail('custom') };
+      expect(hookBody(thenable, (e) => seen.push(e))).toBeUndefined();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(seen).toEqual(['custom', error]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
