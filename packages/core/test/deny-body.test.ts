@@ -39,6 +39,8 @@ describe("hookBody: what an onDeny hook's return value makes of the 403 body", (
     try {
       const error = new Error('sink down');
       expect(hookBody(Promise.reject(error), (e) => seen.push(e))).toBeUndefined();
+      // A thenable that is not a Promise, as some libraries return: on purpose.
+      // biome-ignore lint/suspicious/noThenProperty: the case under test
       const thenable = { then: (_ok: unknown, fail: (e: unknown) => void) => fail('custom') };
       expect(hookBody(thenable, (e) => seen.push(e))).toBeUndefined();
       await new Promise((resolve) => setTimeout(resolve, 20));
