@@ -173,6 +173,12 @@ export class RouteGuard {
   private readonly compiled: CompiledPolicy;
   private readonly write: boolean;
   private readonly paramSegments: boolean;
+  /**
+   * The label of the first spec that reads the request body (a body field
+   * or a file part), if any: what an adapter names in a `missing-path`
+   * deny when it cannot read the body at all.
+   */
+  readonly bodyLabel: string | undefined;
 
   constructor(
     policy: PermissionPolicy,
@@ -186,6 +192,7 @@ export class RouteGuard {
     this.write = mode === 'write';
     this.values = specs.filter((s) => s.source !== 'file');
     this.files = specs.filter((s) => s.source === 'file');
+    this.bodyLabel = specs.find((s) => s.source === 'body' || s.source === 'file')?.label;
     const declares = (source: PathSource) => this.values.some((s) => s.source === source);
     this.declares = {
       params: declares('params'),

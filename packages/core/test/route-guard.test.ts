@@ -211,6 +211,16 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
   it('a route without file specs expects no files', () => {
     expect(guardOf({ mode: 'read', paths: [{ body: 'a' }] }).expectsFiles).toBe(false);
   });
+
+  it('bodyLabel names the first spec that reads the body (a field or a file), if any', () => {
+    const label = (paths: RouteGuardOptions['paths']) =>
+      guardOf({ mode: 'write', paths }).bodyLabel;
+    expect(label([{ params: 'p' }, { query: 'q' }, { headers: 'x-h' }])).toBeUndefined();
+    expect(label([{ params: 'p' }, { body: ['a', 0], optional: true }, { file: 'f' }])).toBe(
+      'body.a.0',
+    );
+    expect(label([{ query: 'q' }, { file: true }, { body: 'b' }])).toBe('file *');
+  });
 });
 
 // --- checkRequest ---------------------------------------------------------------------------

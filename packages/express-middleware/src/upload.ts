@@ -27,8 +27,12 @@ const TOO_LARGE = new Set([
   'LIMIT_FIELD_COUNT',
 ]);
 
+/** busboy's message for a `multipart/*` it cannot parse (`multipart/mixed`): a 415. */
+const UNSUPPORTED = 'Unsupported content type: ';
+
 function clientStatus(error: Error): number | undefined {
   if (MALFORMED.has(error.message)) return 400;
+  if (error.message.startsWith(UNSUPPORTED)) return 415;
   if (error.name !== 'MulterError') return undefined;
   const { code } = error as Error & { code?: unknown };
   return typeof code === 'string' && TOO_LARGE.has(code) ? 413 : 400;

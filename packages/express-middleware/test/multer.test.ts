@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Answer } from '../../../test/answer.js';
 import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
 import {
+  BOUNDARY,
   countingErrorHandler,
   fieldPart,
   filePart,
@@ -87,6 +88,18 @@ function buildApp(dir: string, options: Partial<PathgateOptions> = {}): express.
   app.post('/orphan', up.single('avatar'), handler);
   const plain = multer({ storage: multer.memoryStorage() });
   app.post('/plain-multer', gate.write(avatar), plain.single('avatar'), handler);
+  app.post(
+    '/plain-optional',
+    gate.write({ body: 'to', under: 'uploads', optional: true }),
+    plain.none(),
+    handler,
+  );
+  app.post(
+    '/none-optional',
+    gate.write({ body: 'to', under: 'uploads', optional: true }),
+    up.none(),
+    handler,
+  );
   app.post('/fields-first', up.none(), gate.write({ body: 'target', under: 'uploads' }), handler);
   app.post('/query-only', gate.write({ query: 'dir', under: 'uploads' }), handler);
   const filtered = gate.multer({
@@ -469,6 +482,41 @@ describe('wiring', () => {
         message: expect.stringContaining('no gate.multer() middleware after it'),
       }),
     ]);
+  });
+
+  it('optional specs do not let a body through that no gate.multer() will check', async () => {
+    for (let i = 0; i < 2; i += 1) {
+      await expectDenied(
+        await send('/plain-optional', [fieldPart('to', '../../../etc/cron.d/x')]),
+        'missing-path',
+        'body.to',
+      );
+    }
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: 'misconfigured',
+        message: expect.stringContaining('no gate.multer() middleware after it'),
+      }),
+    ]);
+    // Not multipart: nothing is left unread, and the optional value is simply absent.
+    const json = await request(served.port, 'POST', '/plain-optional', {
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(json.status).toBe(200);
+  });
+
+  it('another multipart/* type (multipart/mixed) is refused with 415 by the gate multer, not a 500', async () => {
+    const before = uploads();
+    for (const path of ['/optional', '/none-optional']) {
+      const res = await request(served.port, 'POST', path, {
+        headers: { 'content-type': `multipart/mixed; boundary=${BOUNDARY}` },
+        body: multipart([filePart('avatar', 'mixed.txt'), fieldPart('to', 'x.txt')]),
+      });
+      expect(res.status).toBe(415);
+      expect(calls).toBe(0);
+    }
+    expect(uploads()).toEqual(before);
   });
 
   it('a chunked multipart body (no content-length) is still read by multer and checked', async () => {
