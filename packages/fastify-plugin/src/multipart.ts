@@ -10,7 +10,12 @@ interface Part {
   type?: unknown;
   fieldname: string;
   filename: unknown;
-  file?: { destroy(): unknown; on?(event: 'error', listener: (error: unknown) => void): unknown };
+  file?: {
+    destroy(): unknown;
+    on?(event: 'error', listener: (error: unknown) => void): unknown;
+    /** Node's stored stream error: set when busboy failed the part before the guard saw it. */
+    errored?: unknown;
+  };
   fields?: Record<string, unknown>;
   pathgatePath?: string;
 }
@@ -102,7 +107,9 @@ class PartChecks {
     checked.add(part);
     const result = this.state.guard.checkFile(part.fieldname, part.filename);
     if (result.ok) {
-      // A body that ends mid-part fails the part's stream in the handler's hands: a 400 too.
+      // A body that ends mid-part fails the part's stream, before this check (a
+      // body that had all arrived) or in the handler's hands: a 400 either way.
+      withClientStatus(part.file?.errored);
       part.file?.on?.('error', withClientStatus);
       part.pathgatePath = result.file.path;
       this.state.info.files.push(result.file);

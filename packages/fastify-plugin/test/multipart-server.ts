@@ -19,7 +19,13 @@ export async function store(part: MultipartFile): Promise<string> {
   const target = part.pathgatePath;
   if (target === undefined) throw new Error('a part without pathgatePath reached the handler');
   const temp = `${target}.partial`;
-  await pipeline(part.file, createWriteStream(temp, { flags: 'wx' }));
+  try {
+    await pipeline(part.file, createWriteStream(temp, { flags: 'wx' }));
+  } catch (error) {
+    // A body cut mid-file fails the stream: leave no half-written file behind.
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
   if (part.file.truncated) {
     await unlink(temp);
     throw new Error('truncated');
