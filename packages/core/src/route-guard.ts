@@ -245,7 +245,9 @@ export class RouteGuard {
    * Checks every declared value of params, query, body and headers; records
    * allowed paths in `info`. With `sources`, only the specs of those sources
    * are checked: an adapter can check params, query and headers before the
-   * body is read, then everything once it is parsed.
+   * body is read, then everything once it is parsed. With `denials`
+   * (report-only mode), a deny stops nothing: it is added there, every other
+   * spec is still checked and recorded, and the result is ok.
    *
    * The common case, a one-key selector holding a string, is handled here
    * without the selector walk or the array path: in a server where each
@@ -256,6 +258,7 @@ export class RouteGuard {
     request: RequestValues,
     info: PathgateInfo,
     sources?: readonly PathSource[],
+    denials?: PathDenial[],
   ): GuardResult {
     for (const spec of this.values) {
       const source = spec.source as PathSource;
@@ -271,10 +274,17 @@ export class RouteGuard {
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {
         if (spec.optional) continue;
-        return deny('missing-path', spec.label);
+        const missing = deny('missing-path', spec.label);
+        if (denials === undefined) return missing;
+        denials.push(missing.denial);
+        continue;
       }
       const checked = text ? this.allowedPath(spec, value) : this.checkSelected(spec, value);
-      if (typeof checked !== 'string' && !Array.isArray(checked)) return checked;
+      if (typeof checked !== 'string' && !Array.isArray(checked)) {
+        if (denials === undefined) return checked;
+        denials.push(checked.denial);
+        continue;
+      }
       // Read-only to the handler; the guard fills it.
       setOwn(recordOf(info, source) as Record<string, string | string[]>, selector.label, checked);
     }

@@ -683,6 +683,53 @@ describe('checkRequest: a sources filter checks only those specs', () => {
   });
 });
 
+describe('checkRequest: with a denials list (report-only), no deny stops the check', () => {
+  const guard = guardOf({
+    mode: 'write',
+    paths: [
+      { body: 'a' },
+      { body: 'b' },
+      { body: 'c' },
+      { query: 'list' },
+      { headers: 'x-path', optional: true },
+    ],
+  });
+  const values = {
+    body: { a: 'docs/read-only.txt', b: 'uploads/ok.txt', c: '../../etc/passwd' },
+    query: { list: ['uploads/1', 'uploads/\u0000', 'uploads/3'] },
+    headers: { 'x-path': 'reports/q4.csv' },
+  };
+
+  it('every deny is listed in spec order, every allowed path recorded, and the result is ok', () => {
+    const info = guard.newInfo();
+    const denials: PathDenial[] = [];
+    expect(guard.checkRequest(values, info, undefined, denials)).toEqual({ ok: true });
+    expect(denials.map((d) => [d.label, d.reason])).toEqual([
+      ['body.a', 'mode-not-permitted'],
+      ['body.c', 'path-not-in-allowlist'],
+      ['query.list', 'nul-byte'],
+    ]);
+    expect(info.body).toEqual({ b: `${ROOT}/uploads/ok.txt` });
+    expect(info.query).toEqual({});
+    expect(info.headers).toEqual({ 'x-path': `${ROOT}/reports/q4.csv` });
+  });
+
+  it('a missing required value is listed too; without the list the first deny stops the check', () => {
+    const denials: PathDenial[] = [];
+    const info = guard.newInfo();
+    guard.checkRequest({ body: { b: 'uploads/x' }, query: {} }, info, undefined, denials);
+    expect(denials.map((d) => [d.label, d.reason])).toEqual([
+      ['body.a', 'missing-path'],
+      ['body.c', 'missing-path'],
+      ['query.list', 'missing-path'],
+    ]);
+    expect(info.body).toEqual({ b: `${ROOT}/uploads/x` });
+    const { result, info: stopped } = runGuard(guard, values);
+    expect(denialOf(result)).toMatchObject({ label: 'body.a', reason: 'mode-not-permitted' });
+    expect(stopped.body).toEqual({});
+  });
+});
+
 describe('checkRequest: own properties only', () => {
   it('constructor on a plain object is missing; a JSON-parsed own one is checked', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: 'constructor' }] });

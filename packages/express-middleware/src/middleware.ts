@@ -1,4 +1,11 @@
-import type { CheckedFile, PathSource, RouteGuard } from '@pathgate/core';
+import type {
+  CheckedFile,
+  GuardResult,
+  PathDenial,
+  PathgateInfo,
+  PathSource,
+  RouteGuard,
+} from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
 import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
@@ -61,24 +68,34 @@ export function routeMiddleware({
       url: req.originalUrl,
     });
   };
+  /** The route's checks; `denials` (report-only) collects every deny, and none stops the rest. */
+  const check = (
+    req: Request,
+    info: PathgateInfo,
+    deferred: boolean,
+    unread: boolean,
+    denials: PathDenial[] | undefined,
+  ): GuardResult => {
+    const sources = deferred || unread ? BEFORE_BODY : undefined;
+    const result = guard.checkRequest(values(req), info, sources, denials);
+    if (!result.ok) return result;
+    if (unread)
+      return { ok: false, denial: { reason: 'missing-path', label: bodyLabel as string } };
+    // Nothing will read files after us: a required one is missing (fail closed).
+    return !deferred && expectsFiles ? guard.checkMissingFiles(NO_FILES) : result;
+  };
   const pathgate: RequestHandler = (req, res, next) => {
     const info = guard.newInfo();
     const multipart = unreadMultipart(req);
     const deferred = multipart && uploadFollows(req, pathgate);
     // A body no gate.multer() will read: its specs, even optional ones, cannot be checked.
     const unread = multipart && !deferred && bodyLabel !== undefined;
-    let result = guard.checkRequest(
-      values(req),
-      info,
-      deferred || unread ? BEFORE_BODY : undefined,
-    );
-    if (result.ok && unread)
-      result = { ok: false, denial: { reason: 'missing-path', label: bodyLabel } };
-    // Nothing will read files after us: a required one is missing (fail closed).
-    else if (result.ok && !deferred && expectsFiles) result = guard.checkMissingFiles(NO_FILES);
-    if (!result.ok) {
+    const denials: PathDenial[] | undefined = reportOnly ? [] : undefined;
+    const result = check(req, info, deferred, unread, denials);
+    const refused = result.ok ? denials : [...(denials ?? []), result.denial];
+    if (refused !== undefined && refused.length > 0) {
       if (unread) warnUnparsed(req);
-      if (!deny(result.denial, req, res, next)) return;
+      for (const denial of refused) if (!deny(denial, req, res, next)) return;
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });
     else setPathgateInfo(req, res, info);

@@ -1,4 +1,4 @@
-import type { CheckedFile, FileResult, GuardResult, PathDenial } from '@pathgate/core';
+import type { CheckedFile, FileResult, PathDenial } from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import type { Deny } from './reply.js';
@@ -149,29 +149,43 @@ export class Upload {
 
   /**
    * Each gate's body specs and required files, in route order. The first
-   * enforced deny removes what multer stored and answers; report-only
-   * denies are logged and the next gate is checked. `req.pathgate` is the
-   * last gate's record, as without multipart.
+   * enforced deny removes what multer stored and answers; a report-only
+   * gate reports each of its denies, and the next gate is checked.
+   * `req.pathgate` is the last gate's record, as without multipart.
    */
   private finishRoutes(routes: readonly RouteState[]): void {
     for (const route of routes) {
-      const result = this.checkFields(route);
-      if (result.ok) continue;
+      const denials = this.checkFields(route);
+      if (denials.length === 0) continue;
       if (!route.reportOnly) {
         // Refused after multer stored the files: remove them before answering.
-        removeAll(this.parts.req, this.parts.storage).then(() => this.refuse(result.denial, route));
+        const [denial] = denials as [PathDenial];
+        removeAll(this.parts.req, this.parts.storage).then(() => this.refuse(denial, route));
         return;
       }
-      if (!this.refuse(result.denial, route)) return;
+      for (const denial of denials) if (!this.refuse(denial, route)) return;
     }
     this.proceed(routes[routes.length - 1] as RouteState);
   }
 
-  /** Multipart text fields exist only now; required files are known only after the last part. */
-  private checkFields(route: RouteState): GuardResult {
+  /**
+   * Multipart text fields exist only now; required files are known only
+   * after the last part. Enforced: the first deny; report-only: every one.
+   */
+  private checkFields(route: RouteState): readonly PathDenial[] {
     route.info.files.push(...this.accepted);
-    const body = route.guard.checkRequest({ body: this.parts.req.body }, route.info, ['body']);
-    return body.ok ? route.guard.checkMissingFiles(this.accepted) : body;
+    const denials: PathDenial[] = [];
+    const { guard, info, reportOnly } = route;
+    const body = guard.checkRequest(
+      { body: this.parts.req.body },
+      info,
+      ['body'],
+      reportOnly ? denials : undefined,
+    );
+    if (!body.ok) return [body.denial];
+    const files = guard.checkMissingFiles(this.accepted);
+    if (!files.ok) denials.push(files.denial);
+    return denials;
   }
 
   private proceed(route: RouteState): void {

@@ -849,6 +849,28 @@ describe('modes of the gate', () => {
     }
   });
 
+  it('reportOnly: every gate reports every field it would deny, after multer', async () => {
+    const dir = tempRoot();
+    const seen: PathgateLogEntry[] = [];
+    const s = await serve(
+      buildApp(dir.root, { reportOnly: true, log: (entry) => seen.push(entry) }),
+    );
+    try {
+      const res = await upload(s.port, '/two-gates', [
+        fieldPart('folder', '../../../etc'),
+        fieldPart('name', 'docs/read-only'),
+      ]);
+      expect(res.status).toBe(200);
+      expect(seen.map((e) => [e.label, e.reason])).toEqual([
+        ['body.folder', 'path-not-in-allowlist'],
+        ['body.name', 'mode-not-permitted'],
+      ]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+
   it('reportOnly: a denied file is logged and goes on unwritten; allowed files are stored', async () => {
     const dir = tempRoot();
     const seen: PathgateLogEntry[] = [];

@@ -61,6 +61,34 @@ describe('reportOnly: true', () => {
     expect(logs).toEqual([]);
   });
 
+  it('every value that would be denied is logged, and every one that passed is recorded', async () => {
+    const logs: PathgateLogEntry[] = [];
+    const gate = pathgate({
+      root: ROOT,
+      fs: ['rw:uploads/**'],
+      reportOnly: true,
+      log: (e) => logs.push(e),
+    });
+    const app = express();
+    app.post(
+      '/c',
+      express.json(),
+      gate.write({ body: 'a' }, { body: 'b' }, { body: 'c' }),
+      (req, res) => {
+        res.json({ body: req.pathgate?.body });
+      },
+    );
+    const res = await supertest(app)
+      .post('/c')
+      .send({ a: 'secret/1', b: 'uploads/2', c: '../../etc/passwd' })
+      .expect(200);
+    expect(res.body).toEqual({ body: { b: `${ROOT}/uploads/2` } });
+    expect(logs.map((e) => [e.label, e.reason])).toEqual([
+      ['body.a', 'path-not-in-allowlist'],
+      ['body.c', 'path-not-in-allowlist'],
+    ]);
+  });
+
   it('onDeny is called, its return value ignored', async () => {
     const seen: string[] = [];
     const { app, calls } = buildApp({

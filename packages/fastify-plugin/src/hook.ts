@@ -1,4 +1,4 @@
-import type { GuardResult, PathSource, RouteGuard } from '@pathgate/core';
+import type { GuardResult, PathDenial, PathSource, RouteGuard } from '@pathgate/core';
 import type {
   FastifyInstance,
   FastifyReply,
@@ -38,13 +38,52 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
  * Every declared value, where it is final: after parsing and validation, as
  * the handler will see it. The request itself is the guard's `RequestValues`
  * (it reads `params`, `query`, `body` and `headers`, only those declared).
+ * With `denials` (report-only), every deny goes there and none stops the rest.
  */
-function checkValues(request: FastifyRequest, state: RequestState): GuardResult {
+function checkValues(
+  request: FastifyRequest,
+  state: RequestState,
+  denials: PathDenial[] | undefined,
+): GuardResult {
   if (state.guard.expectsFiles) {
     const files = checkFiles(request, state);
-    if (!files.ok) return files;
+    if (!files.ok) {
+      if (denials === undefined) return files;
+      denials.push(files.denial);
+    }
   }
-  return state.guard.checkRequest(request, state.info);
+  return state.guard.checkRequest(request, state.info, undefined, denials);
+}
+
+/**
+ * Checks every declared value and answers a deny: false when the 403 went
+ * out. In report-only mode every deny is reported (none stops the others
+ * from being checked and recorded) and the request goes on.
+ */
+function checkAndAnswer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
+  settings: PathgateSettings,
+): boolean {
+  if (!settings.reportOnly) {
+    const result = checkValues(request, state, undefined);
+    return result.ok || !sendDenial(request, reply, result.denial, settings);
+  }
+  return reportAll(request, reply, state, settings);
+}
+
+/** Report-only: every deny is reported, none stops the others from being checked and recorded. */
+function reportAll(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
+  settings: PathgateSettings,
+): true {
+  const denials: PathDenial[] = [];
+  checkValues(request, state, denials); // with `denials`, never a deny of its own
+  for (const denial of denials) sendDenial(request, reply, denial, settings);
+  return true;
 }
 
 /**
@@ -78,6 +117,7 @@ function passes(
   settings: PathgateSettings,
 ): boolean {
   const state = startState(request, guard, false);
+  if (settings.reportOnly) return reportAll(request, reply, state, settings);
   const result = guard.checkRequest(request, state.info);
   return result.ok || !sendDenial(request, reply, result.denial, settings);
 }
@@ -132,9 +172,7 @@ export function createRouteHooks(guard: RouteGuard, settings: PathgateSettings):
       const state = stateOf(request);
       // Fastify runs the route's onRequest hooks first; fail closed should it not.
       if (state === null) return done(new Error('pathgate: the route onRequest hook did not run'));
-      const result = checkValues(request, state);
-      if (!result.ok && sendDenial(request, reply, result.denial, settings)) return;
-      done();
+      if (checkAndAnswer(request, reply, state, settings)) done();
     },
     onSend: createOnSend(settings, false),
   };
@@ -170,9 +208,7 @@ export function createAppWideHooks(
     preHandler: function pathgateAppWidePreHandler(request, reply, done) {
       const state = stateOf(request);
       if (state === null || !state.appWide) return done();
-      const result = checkValues(request, state);
-      if (!result.ok && sendDenial(request, reply, result.denial, settings)) return;
-      done();
+      if (checkAndAnswer(request, reply, state, settings)) done();
     },
     onSend: createOnSend(settings, true),
   };

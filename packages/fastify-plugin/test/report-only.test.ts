@@ -112,6 +112,20 @@ describe('report-only', () => {
     expect(s.denials).toEqual([]);
   });
 
+  it('every value that would be denied is reported, and every one that passed is recorded', async () => {
+    const s = await serve();
+    const res = await postJson(s.port, '/move', { from: '../../etc/passwd', to: 'uploads/a.png' });
+    expect(res.json).toMatchObject({ body: { to: `${s.root}/uploads/a.png` } });
+    const both = await postJson(s.port, '/move', { from: '../x', to: 'public/b.png' });
+    expect(both.json).toMatchObject({ body: {} });
+    expect(s.reports().map((l) => [l.pathgate?.label, l.pathgate?.reason])).toEqual([
+      ['body.from', 'path-not-in-allowlist'],
+      ['body.from', 'path-not-in-allowlist'],
+      ['body.to', 'mode-not-permitted'],
+    ]);
+    expect(s.denials).toHaveLength(3);
+  });
+
   it('a missing value is reported as missing-path', async () => {
     const s = await serve();
     const res = await postJson(s.port, '/move', { to: 'uploads/a.png' });
