@@ -34,12 +34,19 @@ function clientError(error: unknown): unknown {
   return error;
 }
 
+/** The longest file name of the usual Linux file systems (ext4, xfs, btrfs, tmpfs), in bytes. */
+const NAME_MAX = 255;
+
 /**
  * Creates the target's parent directories one segment at a time below the
  * root, refusing any component that is a symlink or not a directory
- * (`mkdir -p` would follow a planted link out of the root).
+ * (`mkdir -p` would follow a planted link out of the root). A name too long
+ * for the file system is refused first, so no empty directory is left for it.
  */
 async function ensureParent(root: string, target: string): Promise<void> {
+  if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+    throw new PathgateStorageError(STORAGE_CODES.NAME_TOO_LONG, 'file name too long');
+  }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
   let current = root === '/' ? '' : root;
   for (const segment of below) {

@@ -804,6 +804,15 @@ describe('the safe disk storage: no symlinks, no overwrite, no 500 on bad names'
     const res = await send('/avatar', [filePart('avatar', `${'n'.repeat(300)}.txt`)]);
     expect(res.status).toBe(400);
     expect(res.json).toMatchObject({ code: 'PATHGATE_NAME_TOO_LONG' });
+    // Refused before any directory is made for it: no empty folders are left behind.
+    const deep = await send('/avatar', [filePart('avatar', `made1/made2/${'n'.repeat(256)}`)]);
+    expect(deep.json).toMatchObject({ code: 'PATHGATE_NAME_TOO_LONG' });
+    expect(existsSync(join(root, 'uploads', 'made1'))).toBe(false);
+    // 255 bytes is a name Linux file systems take (here in 2-byte UTF-8 characters).
+    const longest = `${'é'.repeat(125)}.txt`;
+    const fits = await send('/avatar', [filePart('avatar', longest)]);
+    expect(fits.status).toBe(200);
+    expect(existsSync(join(root, 'uploads', longest))).toBe(true);
   });
 
   it("a part header over busboy's limit → 400, not 500", async () => {
