@@ -1,5 +1,5 @@
 import { IncomingMessage } from 'node:http';
-import type { PathgateInfo } from '@pathgate/core';
+import type { CheckedPaths, PathgateInfo } from '@pathgate/core';
 import type { Request, Response } from 'express';
 
 /**
@@ -71,7 +71,31 @@ function hasAccessor(req: Request): boolean {
   return true;
 }
 
-/** Makes `info` the request's `req.pathgate`. */
+const isEmpty = (record: CheckedPaths): boolean => Object.keys(record).length === 0;
+
+/** One source's paths from two gates: the later gate's win where both name a selector. */
+function mergedRecord(earlier: CheckedPaths, later: CheckedPaths): CheckedPaths {
+  if (isEmpty(earlier)) return later;
+  return isEmpty(later) ? earlier : { ...earlier, ...later };
+}
+
+/**
+ * A second gate on the request (`gate.read({ body: 'from' })` then
+ * `gate.write({ body: 'to' })`): `req.pathgate` gathers both gates' paths,
+ * with the later gate's mode.
+ */
+function mergedInfo(earlier: PathgateInfo, later: PathgateInfo): PathgateInfo {
+  return {
+    mode: later.mode,
+    params: mergedRecord(earlier.params, later.params),
+    query: mergedRecord(earlier.query, later.query),
+    body: mergedRecord(earlier.body, later.body),
+    headers: mergedRecord(earlier.headers, later.headers),
+    files: [...earlier.files, ...later.files],
+  };
+}
+
+/** Makes `info` the request's `req.pathgate`, joined to what an earlier gate recorded. */
 export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
   const locals = res.locals as Locals | undefined;
   const own = Object.hasOwn(req, 'pathgate');
@@ -82,7 +106,8 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     locals !== null &&
     hasAccessor(req)
   ) {
-    locals[kInfo] = info;
+    const earlier = locals[kInfo] as PathgateInfo | undefined;
+    locals[kInfo] = earlier === undefined ? info : mergedInfo(earlier, info);
   } else {
     setInfoProperty.call(req, info);
   }

@@ -151,7 +151,7 @@ export class Upload {
    * Each gate's body specs and required files, in route order. The first
    * enforced deny removes what multer stored and answers; a report-only
    * gate reports each of its denies, and the next gate is checked.
-   * `req.pathgate` is the last gate's record, as without multipart.
+   * `req.pathgate` then gathers every gate's paths, as without multipart.
    */
   private finishRoutes(routes: readonly RouteState[]): void {
     for (const route of routes) {
@@ -165,7 +165,7 @@ export class Upload {
       }
       for (const denial of denials) if (!this.refuse(denial, route)) return;
     }
-    this.proceed(routes[routes.length - 1] as RouteState);
+    this.proceed(routes);
   }
 
   /**
@@ -173,7 +173,6 @@ export class Upload {
    * after the last part. Enforced: the first deny; report-only: every one.
    */
   private checkFields(route: RouteState): readonly PathDenial[] {
-    route.info.files.push(...this.accepted);
     const denials: PathDenial[] = [];
     const { guard, info, reportOnly } = route;
     const body = guard.checkRequest(
@@ -188,8 +187,11 @@ export class Upload {
     return denials;
   }
 
-  private proceed(route: RouteState): void {
-    setPathgateInfo(this.parts.req, this.parts.res, route.info);
+  /** Every gate's paths on `req.pathgate`; the accepted files once, with the last gate's. */
+  private proceed(routes: readonly RouteState[]): void {
+    const { req, res } = this.parts;
+    routes.at(-1)?.info.files.push(...this.accepted);
+    for (const route of routes) setPathgateInfo(req, res, route.info);
     this.parts.next();
   }
 }

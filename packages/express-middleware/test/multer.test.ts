@@ -634,8 +634,9 @@ describe('several gates before one multer middleware', () => {
       fieldPart('name', 'uploads/n'),
     ]);
     expect(ok.status).toBe(200);
-    // req.pathgate is the last gate's record, as on a route without multipart.
+    // req.pathgate gathers every gate's paths, as on a route without multipart.
     expect((handled(ok).pathgate as { body: unknown }).body).toEqual({
+      folder: join(root, 'uploads', 'f'),
       name: join(root, 'uploads', 'n'),
     });
   });

@@ -65,6 +65,45 @@ describe('req.pathgate', () => {
     expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
   });
 
+  it('two gates on one route: req.pathgate gathers both, the later mode and value winning', async () => {
+    const app = express();
+    app.post(
+      '/copy',
+      express.json(),
+      gate.read({ body: 'from' }, { body: 'note', optional: true }),
+      gate.write({ body: 'to' }, { body: 'note', optional: true }),
+      sendInfo,
+    );
+    const { body } = await supertest(app)
+      .post('/copy')
+      .send({ from: 'docs/a.txt', to: 'uploads/b.txt', note: 'uploads/n.txt' })
+      .expect(200);
+    expect(body.pathgate).toEqual({
+      mode: 'write',
+      params: {},
+      query: {},
+      body: {
+        from: `${ROOT}/docs/a.txt`,
+        to: `${ROOT}/uploads/b.txt`,
+        note: `${ROOT}/uploads/n.txt`,
+      },
+      headers: {},
+      files: [],
+    });
+    // The first gate's mode still applies to its own value: docs/ is read-only.
+    await supertest(app).post('/copy').send({ from: 'docs/a', to: 'docs/b' }).expect(403);
+  });
+
+  it('gathering never crosses requests: a first gate alone leaves the next request clean', async () => {
+    const app = express();
+    app.get('/one/*path', read, sendInfo);
+    app.post('/two', express.json(), gate.write({ body: 'to' }), sendInfo);
+    await supertest(app).get('/one/docs/a.txt').expect(200);
+    const { body } = await supertest(app).post('/two').send({ to: 'uploads/x' }).expect(200);
+    expect(body.pathgate.params).toEqual({});
+    expect(body.pathgate.body).toEqual({ to: `${ROOT}/uploads/x` });
+  });
+
   it('keeps requests in flight apart (each response holds its own)', async () => {
     const app = express();
     app.get('/files/*path', read, (req, res) => {
