@@ -113,9 +113,10 @@ export function readAdapterOptions<Handler>(
 ): { settings: AdapterSettings<Handler>; read: OptionReader } {
   if (typeof options !== 'object' || options === null) optionError('options must be an object');
   const known = new Set<string>([...SHARED, ...LINGER, ...ownKeys]);
-  for (const key of Object.keys(options))
-    if (!known.has(key)) optionError(`unknown option "${key}"`);
   const read = readerOf(options);
+  // A key holding undefined counts as absent, known or not (as in PermissionPolicy).
+  for (const key of Object.keys(options))
+    if (!known.has(key) && read(key) !== undefined) optionError(`unknown option "${key}"`);
   const settings = Object.freeze({
     policy: readPolicy(read),
     onDeny: readFunction<Handler>(read, 'onDeny'),

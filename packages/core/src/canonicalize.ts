@@ -114,7 +114,8 @@ export function canonicalizeText(
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
   const lexical = walk(text, root);
-  return resolve ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
+  // Any given resolver, null included, is called: one that is not a function is resolve-failed.
+  return resolve !== undefined ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
 }
 
 /** The root's own steps: 1–4, absolute or `relative-root`, 5–8. */

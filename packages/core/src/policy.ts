@@ -45,7 +45,8 @@ function readRules(options: object): readonly unknown[] {
   }
   const fs = option(permissions, 'fs');
   if (!Array.isArray(fs)) fail('permissions.fs must be an array of rule strings');
-  return fs;
+  // Array.from reads a hole as undefined, so it is named as a rule that is not a string.
+  return Array.from(fs as unknown[]);
 }
 
 function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalPath {
@@ -64,7 +65,10 @@ function readOptions(options: unknown): {
   dot: boolean;
 } {
   if (typeof options !== 'object' || options === null) fail('options must be an object');
-  for (const key of Object.keys(options)) if (!KNOWN.has(key)) fail(`unknown option "${key}"`);
+  for (const key of Object.keys(options)) {
+    // A key holding undefined counts as absent (DESIGN.md), known or not.
+    if (!KNOWN.has(key) && option(options, key) !== undefined) fail(`unknown option "${key}"`);
+  }
   const dotOption = option(options, 'dot');
   if (dotOption !== undefined && typeof dotOption !== 'boolean') fail('dot must be a boolean');
   const dot = dotOption === true;

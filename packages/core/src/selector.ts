@@ -19,10 +19,13 @@ function isStep(step: unknown): step is string | number {
 
 /** Validates a selector once, at build time; returns undefined when malformed. */
 export function compileSelector(selector: unknown): CompiledSelector | undefined {
-  const steps = typeof selector === 'string' ? [selector] : selector;
-  if (!Array.isArray(steps) || steps.length === 0 || !steps.every(isStep)) return undefined;
+  const given = typeof selector === 'string' ? [selector] : selector;
+  if (!Array.isArray(given) || given.length === 0) return undefined;
+  // Array.from reads holes as undefined, which isStep refuses (`every` would skip them).
+  const steps = Array.from(given as unknown[]);
+  if (!steps.every(isStep)) return undefined;
   const key = steps.length === 1 && typeof steps[0] === 'string' ? steps[0] : undefined;
-  return { steps: Object.freeze([...steps]), label: steps.join('.'), key };
+  return { steps: Object.freeze(steps), label: steps.join('.'), key };
 }
 
 /** Selector validation that throws the builders' TypeError. */
@@ -45,7 +48,8 @@ export function ownValue(current: unknown, key: string): unknown {
 /**
  * Reads own properties for keys and array elements for indexes, never the
  * prototype chain. A key holding `undefined` is missing; an in-bounds index
- * ending the selector selects its element even when it is a hole.
+ * selects its element even when it is `undefined` or a hole (DESIGN.md: a
+ * failing value, not a missing one), and nothing is read below such an element.
  */
 export function select(args: unknown, selector: CompiledSelector): unknown {
   let current = args;
@@ -53,6 +57,7 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
     if (typeof step === 'number') {
       if (!Array.isArray(current) || step >= current.length) return MISSING;
       current = current[step];
+      if (current === undefined) return undefined;
     } else {
       current = ownValue(current, step);
       if (current === MISSING) return MISSING;

@@ -359,6 +359,14 @@ describe('canonicalize', () => {
     expect(canonicalize(value, root, options)).toStrictEqual(expected);
   });
 
+  it('a resolve of null is a resolver that fails, never no resolver', () => {
+    const nullResolve = { resolve: null } as unknown as CanonicalizeOptions;
+    expect(canonicalize('a', '/srv', nullResolve)).toStrictEqual({
+      ok: false,
+      reason: 'resolve-failed',
+    });
+  });
+
   it('passes the lexical, NFC, joined path to resolve, never the raw value', () => {
     const seen: string[] = [];
     const result = canonicalize('cafe\u0301/./b/../c//', '/srv/./x/..', {

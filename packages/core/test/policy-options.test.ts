@@ -58,6 +58,18 @@ const OPTION_ERRORS: readonly OptionErrorRow[] = [
   { name: 'fs missing', options: { permissions: {} }, names: /permissions\.fs/ },
   { name: 'fs undefined', options: fs(undefined), names: /permissions\.fs/ },
   { name: 'fs null', options: fs(null), names: /permissions\.fs/ },
+  // A hole reads as undefined: named as a rule that is not a string, never a crash.
+  { name: 'fs with a hole', options: fs([, './a']), names: /rule 1 of permissions\.fs/ },
+  {
+    name: 'fs with an inner hole',
+    options: fs(['./a', , './b']),
+    names: /rule 2 of permissions\.fs/,
+  },
+  {
+    name: 'an unknown key with a value',
+    options: { ...fs([]), roots: '/srv' },
+    names: /unknown option "roots"/,
+  },
   { name: 'fs string', options: fs('./a'), names: /permissions\.fs/ },
   { name: 'fs array-like', options: fs({ 0: './a', length: 1 }), names: /permissions\.fs/ },
   { name: 'fs holds a number', options: fs(['./a', 42]), names: /permissions\.fs|rule [12]\b/ },
@@ -114,6 +126,11 @@ describe('policy options: defaults and absent keys', () => {
     }
     expect(read(build({ root: '/srv', dot: true, ...fs(['*']) }), '.env')).toMatchObject(allowed);
     expect(read(build({ root: '/srv', dot: false, ...fs(['*']) }), '.env')).toMatchObject(unlisted);
+  });
+
+  it('an unknown own key holding undefined counts as absent too', () => {
+    const p = build({ root: '/srv', roots: undefined, ...fs(['./a']) });
+    expect(read(p, 'a')).toMatchObject(allowed);
   });
 
   it('an own resolve key holding undefined is no resolver', () => {

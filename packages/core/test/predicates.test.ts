@@ -278,6 +278,25 @@ describe('inside and escapes: selection', () => {
   });
 });
 
+describe('a resolve of null is given, not absent: it fails closed', () => {
+  it('isInside is false and canonicalize reports resolve-failed', () => {
+    const nullResolve = { resolve: null } as unknown as CanonicalizeOptions;
+    expect(isInside('/srv/a', '/srv', nullResolve)).toBe(false);
+    expect(isInside('/srv/a', '/srv')).toBe(true);
+  });
+});
+
+describe('an in-bounds undefined mid-selector is a failing value', () => {
+  it('escapes matches it (deny), inside does not', () => {
+    const selector = ['files', 0, 'path'];
+    for (const files of [[undefined], withHole([{ path: '/srv/a' }], 0)]) {
+      expect(escapes(selector, '/srv')({ files })).toBe(true);
+      expect(inside(selector, '/srv')({ files })).toBe(false);
+    }
+    expect(escapes(selector, '/srv')({ files: [] })).toBe(false);
+  });
+});
+
 describe('inside and escapes: build-time TypeError', () => {
   type Row = readonly [
     name: string,
@@ -314,6 +333,9 @@ describe('inside and escapes: build-time TypeError', () => {
     ['null selector', null, '/srv'],
     ['undefined selector', undefined, '/srv'],
     ['array-like selector', { 0: 'a', length: 1 }, '/srv'],
+    ['a hole in a list', withHole(['a', 'path'], 0), '/srv'],
+    ['a hole inside a list', withHole(['a', 'b', 'path'], 1), '/srv'],
+    ['null resolve', 'path', '/srv', { resolve: null } as unknown as CanonicalizeOptions],
   ];
 
   it.each(table)('%s', (_name, selector, root, options) => {

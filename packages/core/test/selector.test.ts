@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileSelector, MISSING, ownValue } from '../src/selector.js';
+import { compileSelector, MISSING, ownValue, select } from '../src/selector.js';
 
 // A route guard reads a one-key selector with `ownValue`, without the walk (route-guard.ts);
 // the walk reads every key step with it too. What a request's value can hide behind a key.
@@ -20,5 +20,26 @@ describe('selector: the one-key read', () => {
     expect(ownValue(null, 'path')).toBe(MISSING);
     expect(ownValue('path', 'length')).toBe(MISSING);
     expect(ownValue({ path: null }, 'path')).toBe(null);
+  });
+});
+
+describe('selector: holes and undefined', () => {
+  it('a hole in a selector list is malformed, as undefined is', () => {
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case under test
+    expect(compileSelector([, 'path'])).toBeUndefined();
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case under test
+    expect(compileSelector(['a', , 'b'])).toBeUndefined();
+    expect(compileSelector([undefined, 'path'])).toBeUndefined();
+  });
+
+  it('an in-bounds index holding undefined or a hole selects a failing value, even mid-selector', () => {
+    const files = compileSelector(['files', 0, 'path']);
+    if (files === undefined) throw new Error('expected a selector');
+    expect(select({ files: [undefined] }, files)).toBeUndefined();
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case under test
+    expect(select({ files: [, { path: 'x' }] }, files)).toBeUndefined();
+    expect(select({ files: [] }, files)).toBe(MISSING);
+    expect(select({ files: [{}] }, files)).toBe(MISSING);
+    expect(select({ files: [{ path: 'a' }] }, files)).toBe('a');
   });
 });

@@ -105,7 +105,9 @@ describe('pathgate(options): bad options throw at once, naming the option', () =
       dot: undefined,
       onDeny: undefined,
       errors: undefined,
-    });
+      // An unknown key holding undefined is absent too (as in the core's PermissionPolicy).
+      roots: undefined,
+    } as PathgateOptions);
     expect(gate.policy.root).toBe('/srv');
     expect(gate.policy.rules).toEqual(FS);
   });
