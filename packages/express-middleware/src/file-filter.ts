@@ -19,13 +19,18 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     const upload = uploadOf(req);
     if (!upload) return cb(new PathgateDeniedError(UNWRAPPED));
     if (upload.settled) return cb(null, false); // already answered: skip the rest quietly
-    const { result, route } = upload.checkFile(file.fieldname, file.originalname);
-    if (result.ok) file.pathgatePath = result.file.path;
-    else if (!upload.refuse(result.denial, route))
-      return cb(new PathgateDeniedError(result.denial));
+    const decision = upload.decideFile(file.fieldname, file.originalname);
+    if (decision.kind === 'allow') file.pathgatePath = decision.file.path;
+    else if (decision.kind === 'deny' && !upload.refuse(decision.denial, decision.route)) {
+      return cb(new PathgateDeniedError(decision.denial));
+    }
+    // onDeny answered a report-only deny itself: stop reading the body.
+    if (decision.kind === 'unchecked' && upload.settled) {
+      return cb(new PathgateDeniedError(decision.denial));
+    }
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     const accept = ((error: Error | null, include?: boolean) => {
-      if (!error && include && result.ok) upload.accepted.push(result.file);
+      if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);
       (cb as (error: Error | null, include?: boolean) => void)(error, include);
     }) as FileFilterCallback;
     if (userFilter) userFilter(req, file, accept);

@@ -31,10 +31,12 @@ export function watchParts(req: Request, parser: unknown): void {
   parser.on('file', (field, _stream, info) => {
     const upload = uploadOf(req);
     if (info.filename || !upload || upload.settled) return;
-    const { result, route } = upload.checkFile(field, undefined);
-    if (result.ok || upload.refuse(result.denial, route)) return;
+    const decision = upload.decideFile(field, undefined);
+    if (decision.kind === 'allow') return;
+    if (decision.kind === 'deny' && upload.refuse(decision.denial, decision.route)) return;
+    if (decision.kind === 'unchecked' && !upload.settled) return;
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
-    parser.destroy(new PathgateDeniedError(result.denial));
+    parser.destroy(new PathgateDeniedError(decision.denial));
   });
 }
 

@@ -1,4 +1,4 @@
-import type { CheckedFile, FileResult, PathDenial } from '@pathgate/core';
+import type { CheckedFile, PathDenial } from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import type { Deny } from './reply.js';
@@ -6,7 +6,7 @@ import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
 
 /** What a multer upload on a route without a gate gets: no route declared a file. */
-const ORPHAN: FileResult = { ok: false, denial: { reason: 'unexpected-file', label: 'file' } };
+const ORPHAN: PathDenial = { reason: 'unexpected-file', label: 'file' };
 
 /** busboy's messages for a malformed body: the client's fault, so a 400, not a 500. */
 const MALFORMED = new Set([
@@ -79,19 +79,27 @@ export interface UploadParts {
   readonly onOrphan: (req: Request) => void;
 }
 
-/** One file part's decision, and the gate whose deny answers it (none: the multer gate's own). */
-export interface FileCheck {
-  readonly result: FileResult;
-  readonly route: RouteState | undefined;
-}
+/**
+ * One file part's decision: allowed (with the path to store it at), denied
+ * by an enforcing gate (answered with that gate's deny; none: the multer
+ * gate's own), or let through unchecked: report-only gates would deny it and
+ * no enforcing gate decides it.
+ */
+export type FileDecision =
+  | { readonly kind: 'allow'; readonly file: CheckedFile }
+  | { readonly kind: 'deny'; readonly denial: PathDenial; readonly route: RouteState | undefined }
+  | { readonly kind: 'unchecked'; readonly denial: PathDenial };
 
 /**
- * The gates that decide file parts: those that declare files, or else the
- * last one (its guard answers `unexpected-file`).
+ * The gates that decide file parts: those that declare files. When no
+ * enforcing gate declares any, the last enforcing gate decides too (its
+ * guard answers `unexpected-file`), or else the last gate.
  */
 function fileGates(routes: readonly RouteState[]): readonly RouteState[] {
   const declaring = routes.filter((route) => route.guard.expectsFiles);
-  return declaring.length > 0 ? declaring : routes.slice(-1);
+  if (declaring.some((route) => !route.reportOnly)) return declaring;
+  const last = routes.filter((route) => !route.reportOnly).at(-1) ?? routes.at(-1);
+  return last === undefined ? declaring : [...declaring.filter((r) => r !== last), last];
 }
 
 /**
@@ -110,22 +118,35 @@ export class Upload {
   }
 
   /**
-   * Decides one file part's name, before storage sees a byte of it: every
-   * gate that declares files must allow it, and the last one's canonical
-   * path is where it goes.
+   * Decides one file part's name, before storage sees a byte of it. Every
+   * enforcing gate that decides files must allow it, and the last one's
+   * canonical path is where it goes. A report-only gate's deny is reported
+   * here and decides nothing while an enforcing gate decides.
    */
-  checkFile(field: string, filename: string | undefined): FileCheck {
+  decideFile(field: string, filename: string | undefined): FileDecision {
     const { routes, req, onOrphan } = this.parts;
     if (routes.length === 0) {
       onOrphan(req);
-      return { result: ORPHAN, route: undefined };
+      return { kind: 'deny', denial: ORPHAN, route: undefined };
     }
-    let check: FileCheck | undefined;
+    let enforced: CheckedFile | undefined;
+    let reported: CheckedFile | undefined;
+    let wouldDeny: PathDenial | undefined;
     for (const route of fileGates(routes)) {
-      check = { result: route.guard.checkFile(field, filename), route };
-      if (!check.result.ok) return check;
+      const result = route.guard.checkFile(field, filename);
+      if (result.ok) {
+        if (route.reportOnly) reported = result.file;
+        else enforced = result.file;
+      } else if (!route.reportOnly) {
+        return { kind: 'deny', denial: result.denial, route };
+      } else {
+        wouldDeny = result.denial;
+        // Logged now; stop only if the app's onDeny answered the request itself.
+        if (!this.refuse(result.denial, route)) return { kind: 'unchecked', denial: wouldDeny };
+      }
     }
-    return check as FileCheck;
+    const file = enforced ?? (wouldDeny === undefined ? reported : undefined);
+    return file ? { kind: 'allow', file } : { kind: 'unchecked', denial: wouldDeny as PathDenial };
   }
 
   /** Denies now, with the deny of the gate that refused. Returns `true` when the request goes on (report-only). */

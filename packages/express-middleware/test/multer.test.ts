@@ -678,6 +678,73 @@ describe('several gates before one multer middleware', () => {
   });
 });
 
+describe('a report-only gate beside an enforcing one on an upload route', () => {
+  it('reports its denies, and never decides a file part the enforcing gate decides', async () => {
+    const dir = tempRoot();
+    const seen: PathgateLogEntry[] = [];
+    const ro = pathgate({
+      root: dir.root,
+      fs: ['rw:other/**'],
+      reportOnly: true,
+      log: (entry) => seen.push(entry),
+    });
+    const enf = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const memory = enf.multer({ storage: multer.memoryStorage() });
+    let handled = 0;
+    const app = express();
+    const answer: express.RequestHandler = (req, res) => {
+      handled += 1;
+      res.json({ path: req.file?.path ?? null, pathgatePath: req.file?.pathgatePath ?? null });
+    };
+    const roFile = ro.write({ file: 'doc', under: 'other' });
+    app.post(
+      '/a',
+      roFile,
+      enf.write({ file: 'doc', under: 'uploads', optional: true }),
+      memory.single('doc'),
+      answer,
+    );
+    app.post(
+      '/a2',
+      roFile,
+      enf.write({ body: 'folder', optional: true }),
+      memory.single('doc'),
+      answer,
+    );
+    app.post(
+      '/b',
+      enf.write({ file: 'doc', under: 'uploads' }),
+      ro.write({ file: 'doc', under: 'nope' }),
+      enf.multer().single('doc'),
+      answer,
+    );
+    const s = await serve(app);
+    try {
+      const a = await upload(s.port, '/a', [filePart('doc', '../../etc/evil')]);
+      expect(a.status).toBe(403);
+      expect(a.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'file doc' }));
+      const a2 = await upload(s.port, '/a2', [filePart('doc', '../../etc/cron.d/evil')]);
+      expect(a2.json).toEqual(denyBody({ reason: 'unexpected-file', label: 'file' }));
+      expect(handled).toBe(0);
+      const b = await upload(s.port, '/b', [filePart('doc', 'ok.txt')]);
+      expect(b.status).toBe(200);
+      expect(b.json).toEqual({
+        path: join(dir.root, 'uploads', 'ok.txt'),
+        pathgatePath: join(dir.root, 'uploads', 'ok.txt'),
+      });
+      expect(filesUnder(dir.root)).toEqual(['uploads/ok.txt']);
+      expect(seen.map((e) => [e.event, e.label, e.reason])).toEqual([
+        ['report-only', 'file doc', 'path-not-in-allowlist'],
+        ['report-only', 'file doc', 'path-not-in-allowlist'],
+        ['report-only', 'file doc', 'path-not-in-allowlist'],
+      ]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("the app's hooks fail inside busboy's and multer's callbacks", () => {
   /** A gate whose onDeny is `onDeny`, on a file route and a field route; the error handler counts. */
   async function withHook(
