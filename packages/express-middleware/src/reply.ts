@@ -39,12 +39,21 @@ function logReportOnly(settings: Settings, denial: PathDenial, req: Request): vo
   });
 }
 
+/** What a hook rejected with, as text; a value that cannot be made text does not throw. */
+function describe(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'a value that cannot be printed';
+  }
+}
+
 /** An async `onDeny` that rejects, after the reply: logged, never an unhandled rejection. */
 function logRejected(settings: Settings, req: Request): (error: unknown) => void {
   return (error) =>
     settings.log({
       event: 'hook-failed',
-      message: `onDeny failed: ${error instanceof Error ? error.message : String(error)}`,
+      message: `onDeny failed: ${describe(error)}`,
       method: req.method,
       url: req.originalUrl,
       error,

@@ -16,20 +16,31 @@ export interface RouteState {
   readonly reportOnly: boolean;
 }
 
-const states = new WeakMap<Request, RouteState[]>();
+/** A state and the Express route whose gate left it. */
+interface Left {
+  readonly route: unknown;
+  readonly state: RouteState;
+}
+
+const states = new WeakMap<Request, Left[]>();
 
 /** Every gate before the multer middleware leaves its own: each one's body specs wait for it. */
 export function leaveRouteState(req: Request, state: RouteState): void {
   const left = states.get(req);
-  if (left === undefined) states.set(req, [state]);
-  else left.push(state);
+  const entry = { route: req.route, state };
+  if (left === undefined) states.set(req, [entry]);
+  else left.push(entry);
 }
 
-/** Takes the states once, in route order: a second multer middleware finds none. */
+/**
+ * Takes the states left on this request's route, once and in route order: a
+ * second multer middleware finds none, and one on a later route (after
+ * `next('route')` skipped this route's multer) never takes this route's.
+ */
 export function takeRouteStates(req: Request): readonly RouteState[] {
   const left = states.get(req) ?? [];
   states.delete(req);
-  return left;
+  return left.filter((entry) => entry.route === req.route).map((entry) => entry.state);
 }
 
 const uploadHandlers = new WeakSet<object>();

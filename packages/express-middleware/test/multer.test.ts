@@ -678,6 +678,30 @@ describe('several gates before one multer middleware', () => {
   });
 });
 
+describe("a gate's deferred checks belong to its own route", () => {
+  it("after next('route'), a later route's gate.multer() does not take them", async () => {
+    const dir = tempRoot();
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const up = gate.multer();
+    const app = express();
+    const answer: express.RequestHandler = (req, res) => {
+      res.json({ route: req.route?.path, file: req.file?.path ?? null });
+    };
+    const skip: express.RequestHandler = (_req, _res, next) => next('route');
+    app.post('/x', gate.write({ file: 'doc', under: 'uploads' }), skip, up.single('doc'), answer);
+    app.post('/x', up.single('doc'), answer);
+    const s = await serve(app);
+    try {
+      const res = await upload(s.port, '/x', [filePart('doc', 'a.txt')]);
+      expect(res.json).toEqual(denyBody({ reason: 'unexpected-file', label: 'file' }));
+      expect(filesUnder(dir.root)).toEqual([]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+});
+
 describe('a report-only gate beside an enforcing one on an upload route', () => {
   it('reports its denies, and never decides a file part the enforcing gate decides', async () => {
     const dir = tempRoot();

@@ -165,6 +165,18 @@ describe('onDeny', () => {
       ]);
       expect(unhandled).toEqual([]);
       expect(calls()).toBe(0);
+      // A rejection that cannot even be printed is logged too, never thrown again.
+      const unprintable = buildApp({
+        onDeny: async () => {
+          throw Object.create(null);
+        },
+      });
+      await supertest(unprintable.app).get('/q?path=../x').expect(403);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unprintable.logs).toEqual([
+        expect.objectContaining({ message: 'onDeny failed: a value that cannot be printed' }),
+      ]);
+      expect(unhandled).toEqual([]);
       const resolved = buildApp({ onDeny: async () => ({ late: true }) });
       const late = await supertest(resolved.app).get('/q?path=../x').expect(403);
       expect(late.body).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
