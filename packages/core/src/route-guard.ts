@@ -174,11 +174,11 @@ export class RouteGuard {
   private readonly write: boolean;
   private readonly paramSegments: boolean;
   /**
-   * The label of the first spec that reads the request body (a body field
-   * or a file part), if any: what an adapter names in a `missing-path`
-   * deny when it cannot read the body at all.
+   * The labels of the first body spec and the first file spec, if any: what
+   * an adapter names in a `missing-path` deny when it cannot read the body.
    */
   readonly bodyLabel: string | undefined;
+  readonly fileLabel: string | undefined;
 
   constructor(
     policy: PermissionPolicy,
@@ -192,7 +192,8 @@ export class RouteGuard {
     this.write = mode === 'write';
     this.values = specs.filter((s) => s.source !== 'file');
     this.files = specs.filter((s) => s.source === 'file');
-    this.bodyLabel = specs.find((s) => s.source === 'body' || s.source === 'file')?.label;
+    this.bodyLabel = this.values.find((s) => s.source === 'body')?.label;
+    this.fileLabel = this.files[0]?.label;
     const declares = (source: PathSource) => this.values.some((s) => s.source === source);
     this.declares = {
       params: declares('params'),

@@ -212,14 +212,20 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
     expect(guardOf({ mode: 'read', paths: [{ body: 'a' }] }).expectsFiles).toBe(false);
   });
 
-  it('bodyLabel names the first spec that reads the body (a field or a file), if any', () => {
-    const label = (paths: RouteGuardOptions['paths']) =>
-      guardOf({ mode: 'write', paths }).bodyLabel;
-    expect(label([{ params: 'p' }, { query: 'q' }, { headers: 'x-h' }])).toBeUndefined();
-    expect(label([{ params: 'p' }, { body: ['a', 0], optional: true }, { file: 'f' }])).toBe(
+  it('bodyLabel and fileLabel name the first body spec and the first file spec, if any', () => {
+    const labels = (paths: RouteGuardOptions['paths']) => {
+      const guard = guardOf({ mode: 'write', paths });
+      return [guard.bodyLabel, guard.fileLabel];
+    };
+    expect(labels([{ params: 'p' }, { query: 'q' }, { headers: 'x-h' }])).toEqual([
+      undefined,
+      undefined,
+    ]);
+    expect(labels([{ file: 'f' }, { body: ['a', 0], optional: true }, { body: 'b' }])).toEqual([
       'body.a.0',
-    );
-    expect(label([{ query: 'q' }, { file: true }, { body: 'b' }])).toBe('file *');
+      'file f',
+    ]);
+    expect(labels([{ query: 'q' }, { file: true }, { file: 'g' }])).toEqual([undefined, 'file *']);
   });
 });
 

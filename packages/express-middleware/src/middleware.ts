@@ -55,7 +55,9 @@ export function routeMiddleware({
   settings,
 }: RouteMiddlewareParts): RequestHandler {
   const { reportOnly } = settings;
-  const { expectsFiles, bodyLabel } = guard;
+  const { expectsFiles } = guard;
+  // What a deny names when no gate.multer() will read the body these specs need.
+  const unreadLabel = guard.bodyLabel ?? guard.fileLabel;
   let warned = false;
   const warnUnparsed = (req: Request) => {
     if (warned) return;
@@ -80,7 +82,7 @@ export function routeMiddleware({
     const result = guard.checkRequest(values(req), info, sources, denials);
     if (!result.ok) return result;
     if (unread)
-      return { ok: false, denial: { reason: 'missing-path', label: bodyLabel as string } };
+      return { ok: false, denial: { reason: 'missing-path', label: unreadLabel as string } };
     // Nothing will read files after us: a required one is missing (fail closed).
     return !deferred && expectsFiles ? guard.checkMissingFiles(NO_FILES) : result;
   };
@@ -89,7 +91,7 @@ export function routeMiddleware({
     const multipart = unreadMultipart(req);
     const deferred = multipart && uploadFollows(req, pathgate);
     // A body no gate.multer() will read: its specs, even optional ones, cannot be checked.
-    const unread = multipart && !deferred && bodyLabel !== undefined;
+    const unread = multipart && !deferred && unreadLabel !== undefined;
     const denials: PathDenial[] | undefined = reportOnly ? [] : undefined;
     const result = check(req, info, deferred, unread, denials);
     const refused = result.ok ? denials : [...(denials ?? []), result.denial];

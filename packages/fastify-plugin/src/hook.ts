@@ -45,14 +45,29 @@ function checkValues(
   state: RequestState,
   denials: PathDenial[] | undefined,
 ): GuardResult {
-  if (state.guard.expectsFiles) {
+  const { guard } = state;
+  if (guard.expectsFiles) {
     const files = checkFiles(request, state);
     if (!files.ok) {
       if (denials === undefined) return files;
       denials.push(files.denial);
     }
   }
-  return state.guard.checkRequest(request, state.info, undefined, denials);
+  const result = guard.checkRequest(request, state.info, undefined, denials);
+  const unread = result.ok && guard.bodyLabel !== undefined && unreadBody(request);
+  if (!unread) return result;
+  const denial: PathDenial = { reason: 'missing-path', label: guard.bodyLabel as string };
+  if (denials === undefined) return { ok: false, denial };
+  denials.push(denial);
+  return result;
+}
+
+/**
+ * A multipart body that no `attachFieldsToBody` parsed: the route's body
+ * specs cannot be checked, optional ones neither, so they deny.
+ */
+function unreadBody(request: FastifyRequest): boolean {
+  return request.body === undefined && isMultipart(request);
 }
 
 /**
@@ -118,7 +133,7 @@ function passes(
 ): boolean {
   const state = startState(request, guard, false);
   if (settings.reportOnly) return reportAll(request, reply, state, settings);
-  const result = guard.checkRequest(request, state.info);
+  const result = checkValues(request, state, undefined);
   return result.ok || !sendDenial(request, reply, result.denial, settings);
 }
 

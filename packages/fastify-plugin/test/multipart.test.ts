@@ -208,6 +208,37 @@ describe('which fields, and required files', () => {
   });
 });
 
+describe('body specs on a multipart body that nothing parsed', () => {
+  it('deny, optional ones too: without attachFieldsToBody pathgate cannot see the fields', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
+    let calls = 0;
+    const to = {
+      mode: 'write',
+      paths: [{ body: 'to', under: 'uploads', optional: true }],
+    } as const;
+    app.post('/opt', { config: { pathgate: to } }, async (request) => {
+      calls++;
+      return { body: request.pathgate?.body };
+    });
+    const port = await listen(app);
+    const field = { disposition: 'name="to"', data: '../../etc/cron.d/x' };
+    const res = await postMultipart(port, '/opt', [field]);
+    expect(res).toMatchObject({ status: 403, json: denied('body.to', 'missing-path') });
+    expect(calls).toBe(0);
+    // Not multipart: nothing is unread, and the optional value is simply absent.
+    const json = await request(port, {
+      method: 'POST',
+      path: '/opt',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(json).toMatchObject({ status: 200, json: { body: {} } });
+  });
+});
+
 describe('attachFieldsToBody: params are checked before the body is read', () => {
   it('a denied param refuses the upload; the handler never runs', async () => {
     const s = await serveMultipart();
