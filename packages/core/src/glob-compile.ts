@@ -113,9 +113,8 @@ function codePointTest(tokens: readonly GlobToken[]): (s: string) => boolean {
 function segmentMatcher(segment: GlobSegment, dot: boolean): SegmentMatcher {
   const { tokens, literal } = segment;
   if (literal !== undefined) return { globstar: false, test: (s) => s === literal };
-  if (tokens.length === 2 && tokens[0]?.type === 'star' && tokens[1]?.type === 'star') {
-    return { globstar: true };
-  }
+  const [only] = tokens;
+  if (tokens.length === 1 && only?.type === 'star' && only.twin === true) return { globstar: true };
   const test = isStarsOnly(tokens) ? starChunksTest(tokens) : codePointTest(tokens);
   // Dotfiles: only a segment that itself begins with a literal `.` may match one.
   const first = tokens[0];
@@ -192,7 +191,10 @@ function compileMatcher(
     segments.length - offset === tests.length && testsMatch(tests, segments, offset);
 }
 
-const isLoneStar = (s: GlobSegment) => s.tokens.length === 1 && s.tokens[0]?.type === 'star';
+const isLoneStar = (s: GlobSegment) => {
+  const [only] = s.tokens;
+  return s.tokens.length === 1 && only?.type === 'star' && only.twin !== true;
+};
 
 function shapeOf(
   below: readonly GlobSegment[],

@@ -1,4 +1,9 @@
-import { type CodePointRange, type GlobNode, GlobSyntaxError } from './glob-parse.js';
+import {
+  type CodePointRange,
+  type GlobNode,
+  GlobSyntaxError,
+  type StarNode,
+} from './glob-parse.js';
 
 /**
  * Expand: a syntax tree → its brace-free alternatives. Each token remembers
@@ -9,7 +14,7 @@ import { type CodePointRange, type GlobNode, GlobSyntaxError } from './glob-pars
 export type GlobToken =
   | { type: 'char'; value: string; syntax: boolean }
   | { type: 'slash' }
-  | { type: 'star' }
+  | StarNode
   | { type: 'any' }
   | { type: 'class'; negated: boolean; ranges: readonly CodePointRange[] };
 

@@ -10,10 +10,17 @@ export type CodePointRange = readonly [number, number];
 export type GlobNode =
   | { type: 'char'; value: string }
   | { type: 'slash' }
-  | { type: 'star' }
+  | StarNode
   | { type: 'any' }
   | { type: 'class'; negated: boolean; ranges: readonly CodePointRange[] }
   | { type: 'brace'; alternatives: readonly GlobNode[][] };
+
+/**
+ * `*`, or `**` as written (`twin`): only a `**` written as such, filling a
+ * whole segment, is a globstar. Stars that meet only once braces are
+ * expanded (`*{*}`, `x/{*,}*`) each stay within one segment.
+ */
+export type StarNode = { type: 'star'; twin?: true };
 
 /** A grammar error: `rule.ts` adds the rule's number and text. */
 export class GlobSyntaxError extends Error {}
@@ -44,7 +51,9 @@ class Parser {
       case '/':
         return { type: 'slash' };
       case '*':
-        return { type: 'star' };
+        if (this.chars[this.pos] !== '*') return { type: 'star' };
+        this.pos++;
+        return { type: 'star', twin: true };
       case '?':
         return { type: 'any' };
       case '\\':

@@ -196,6 +196,17 @@ const MATCHES: readonly MatchRow[] = [
   row('{*.png,*.jpg}', 'p.jpg', true),
   row('{*.png,*.jpg}', 'p.gif', false),
   row('{*.png,*.jpg}', 'd/p.png', false),
+  // only `**` as written, alone in its segment, crosses '/': stars that meet
+  // once braces expand stay in one segment
+  row('x/*{*}', 'x/a', true),
+  row('x/*{*}', 'x/a/b', false),
+  row('x/{*,}*', 'x/a/b', false),
+  row('x/{*,}*', 'x/a', true),
+  row('x/{**}', 'x/a/b', true),
+  row('{x/**,y}', 'x/a/b', true),
+  row('{x/**,y}', 'y/a', false),
+  row('x/***', 'x/a/b', false),
+  row('x/a**', 'x/ab/c', false),
   row('{a?,[xy]}', 'ab', true),
   row('{a?,[xy]}', 'x', true),
   row('{a?,[xy]}', 'a', false),
@@ -383,7 +394,7 @@ describe('glob grammar: build-time errors', () => {
 type Lit = { kind: 'lit'; ch: string; escaped: boolean };
 type Atom =
   | Lit
-  | { kind: 'star' }
+  | { kind: 'star'; pair?: true }
   | { kind: 'one' }
   | { kind: 'class'; negated: boolean; ranges: [number, number][] }
   | { kind: 'globstar' };
@@ -432,8 +443,13 @@ function parseGlob(text: string): GlobNode[] {
         if (next === undefined) throw new BadGlob('trailing \\');
         i++;
         out.push({ kind: 'lit', ch: next, escaped: true });
-      } else if (ch === '*') out.push({ kind: 'star' });
-      else if (ch === '?') out.push({ kind: 'one' });
+      } else if (ch === '*') {
+        // `**` as written: a globstar only when it alone fills a segment once braces expand.
+        if (cps[i] === '*') {
+          i++;
+          out.push({ kind: 'star', pair: true });
+        } else out.push({ kind: 'star' });
+      } else if (ch === '?') out.push({ kind: 'one' });
       else if (ch === '/') out.push({ kind: 'slash' });
       else if (ch === '[') out.push(parseClass());
       else if (ch === '{') {
@@ -516,18 +532,20 @@ function compileOracle(glob: string, rootSegments: readonly string[]): Compiled 
   const joined: GlobNode[] = [];
   for (const [k, segment] of segments.entries()) {
     if (k > 0) joined.push({ kind: 'slash' });
-    const globstar = segment.length === 2 && segment.every((n) => n.kind === 'star');
-    joined.push(...(globstar ? [{ kind: 'globstar' } as const] : segment));
+    joined.push(...segment);
   }
+  const isPair = (s: readonly Atom[]) => s.length === 1 && s[0]?.kind === 'star' && s[0].pair;
   const alternatives: Atom[][][] = [];
   for (const flat of expand(joined)) {
-    const atomSegments = splitAtSlashes(flat) as Atom[][];
+    // A `**` written as such and alone in its segment is a globstar; stars that
+    // only meet once braces expand (`*{*}`) stay in one segment, as `*`.
+    const atomSegments = (splitAtSlashes(flat) as Atom[][]).map((s) =>
+      isPair(s) ? [{ kind: 'globstar' } as const] : s,
+    );
     // Readings DESIGN.md leaves open are kept out of the property test:
-    // an expanded segment made only of stars (`***`, `*{*,a}`), or an empty,
-    // '.' or '..' segment produced by a brace.
+    // an empty, '.' or '..' segment produced by a brace.
     for (const s of atomSegments) {
       if (s.length === 0) return { kind: 'ambiguous' };
-      if (s.length > 1 && s.every((a) => a.kind === 'star')) return { kind: 'ambiguous' };
       if (s.every((a) => a.kind === 'lit' && a.ch === '.') && s.length <= 2) {
         return { kind: 'ambiguous' };
       }
@@ -614,7 +632,10 @@ describe('glob grammar: the oracle itself', () => {
     { glob: '*/..', path: '', dot: false, verdict: 'error' },
     { glob: '../a', path: '', dot: false, verdict: 'error' },
     { glob: '/a', path: '/a', dot: false, verdict: 'error' },
-    { glob: '***', path: 'a', dot: false, verdict: 'ambiguous' },
+    { glob: '***', path: 'a', dot: false, verdict: 'allow' },
+    { glob: '***', path: 'a/b', dot: false, verdict: 'deny' },
+    { glob: '*{*}', path: 'a/b', dot: false, verdict: 'deny' },
+    { glob: '{**}', path: 'a/b', dot: false, verdict: 'allow' },
   ] as const)('$glob ~ $path (dot $dot) → $verdict', ({ glob, path, dot, verdict }) => {
     expect(oracle(glob, path, dot)).toBe(verdict);
   });
