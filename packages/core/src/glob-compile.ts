@@ -205,6 +205,11 @@ function shapeOf(
   return below.length === 1 && isLoneStar(below[0] as GlobSegment) ? 'star' : undefined;
 }
 
+const holdsSlash = (segment: GlobSegment): boolean =>
+  segment.literal !== undefined
+    ? segment.literal.includes('/')
+    : segment.tokens.some((t) => t.type === 'char' && t.value === '/');
+
 function compileAlternative(
   tokens: readonly GlobToken[],
   base: readonly string[] | undefined,
@@ -215,6 +220,10 @@ function compileAlternative(
   let rootLength = 0;
   while (rootLength < segments.length && !segments[rootLength]?.syntax) rootLength++;
   const literalRoot = segments.slice(0, rootLength).map((s) => s.literal as string);
+  // An escaped `/` (`a/b\/c`) is a character no canonical segment holds: the
+  // alternative matches nothing, on every path. No shape, so the prefix form
+  // never joins its literal root back into `a/b/c`.
+  if (segments.some(holdsSlash)) return { literalRoot, match: () => false, shape: undefined };
   const below = segments.slice(rootLength);
   const matchers = below.map((s) => segmentMatcher(s, dot));
   const shape = shapeOf(below, matchers);

@@ -307,6 +307,12 @@ const MATCHES: readonly MatchRow[] = [
   row('\\*/a', '*/a', true),
   row('\\*/a', 'x/a', false),
   row('./\\*/../x', 'x', true),
+  // an escaped '/' is a character no segment holds: the rule matches nothing,
+  // however the path is spelled
+  row('a/b\\/c', 'a/b/c', false),
+  row('a/b\\/c', 'a/b//c', false),
+  row('a/b\\/c', 'a/./b/c', false),
+  row('a\\/*', 'a/x', false),
   // `..` at `/` stays at `/`, in globs as in paths
   row('/../r/*', 'a', true),
   row('/../../r/a', 'a', true),
