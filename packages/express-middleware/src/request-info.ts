@@ -95,6 +95,9 @@ function mergedInfo(earlier: PathgateInfo, later: PathgateInfo): PathgateInfo {
   };
 }
 
+/** The records gates set as the request's own property (outside Express's usual wiring). */
+const ownInfos = new WeakSet<object>();
+
 /** Makes `info` the request's `req.pathgate`, joined to what an earlier gate recorded. */
 export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
   const locals = res.locals as Locals | undefined;
@@ -109,6 +112,12 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     const earlier = locals[kInfo] as PathgateInfo | undefined;
     locals[kInfo] = earlier === undefined ? info : mergedInfo(earlier, info);
   } else {
-    setInfoProperty.call(req, info);
+    // Joined only to a record a gate set here: never to a value the app assigned.
+    const earlier: unknown = own ? (req as { pathgate?: unknown }).pathgate : undefined;
+    const joined = ownInfos.has(earlier as object)
+      ? mergedInfo(earlier as PathgateInfo, info)
+      : info;
+    ownInfos.add(joined);
+    setInfoProperty.call(req, joined);
   }
 }

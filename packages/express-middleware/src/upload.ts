@@ -5,8 +5,8 @@ import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
 
-/** What a multer upload on a route without a gate gets: no route declared a file. */
-const ORPHAN: PathDenial = { reason: 'unexpected-file', label: 'file' };
+/** A file part of a field no gate declares (or on a route without a gate). */
+const UNEXPECTED: PathDenial = { reason: 'unexpected-file', label: 'file' };
 
 /** busboy's messages for a malformed body: the client's fault, so a 400, not a 500. */
 const MALFORMED = new Set([
@@ -91,18 +91,6 @@ export type FileDecision =
   | { readonly kind: 'unchecked'; readonly denial: PathDenial };
 
 /**
- * The gates that decide file parts: those that declare files. When no
- * enforcing gate declares any, the last enforcing gate decides too (its
- * guard answers `unexpected-file`), or else the last gate.
- */
-function fileGates(routes: readonly RouteState[]): readonly RouteState[] {
-  const declaring = routes.filter((route) => route.guard.expectsFiles);
-  if (declaring.some((route) => !route.reportOnly)) return declaring;
-  const last = routes.filter((route) => !route.reportOnly).at(-1) ?? routes.at(-1);
-  return last === undefined ? declaring : [...declaring.filter((r) => r !== last), last];
-}
-
-/**
  * One multipart request under a gate's multer middleware: decides each file
  * part, answers a deny at once (the body may still be arriving), and keeps
  * multer's late callback from reaching the app a second time.
@@ -118,35 +106,51 @@ export class Upload {
   }
 
   /**
-   * Decides one file part's name, before storage sees a byte of it. Every
-   * enforcing gate that decides files must allow it, and the last one's
-   * canonical path is where it goes. A report-only gate's deny is reported
-   * here and decides nothing while an enforcing gate decides.
+   * Decides one file part's name, before storage sees a byte of it. The
+   * gates that declare its field decide: every enforcing one must allow it,
+   * and the last one's canonical path is where it goes; a report-only
+   * gate's deny is reported and decides nothing. A field no enforcing gate
+   * declares is refused (`unexpected-file`) by the last enforcing gate.
    */
   decideFile(field: string, filename: string | undefined): FileDecision {
     const { routes, req, onOrphan } = this.parts;
     if (routes.length === 0) {
       onOrphan(req);
-      return { kind: 'deny', denial: ORPHAN, route: undefined };
+      return { kind: 'deny', denial: UNEXPECTED, route: undefined };
     }
     let enforced: CheckedFile | undefined;
     let reported: CheckedFile | undefined;
     let wouldDeny: PathDenial | undefined;
-    for (const route of fileGates(routes)) {
+    for (const route of routes) {
       const result = route.guard.checkFile(field, filename);
-      if (result.ok) {
-        if (route.reportOnly) reported = result.file;
-        else enforced = result.file;
-      } else if (!route.reportOnly) {
-        return { kind: 'deny', denial: result.denial, route };
+      if (!result.ok && result.denial.reason === 'unexpected-file') continue; // not its field
+      if (!route.reportOnly) {
+        if (!result.ok) return { kind: 'deny', denial: result.denial, route };
+        enforced = result.file;
+      } else if (result.ok) {
+        reported = result.file;
       } else {
         wouldDeny = result.denial;
         // Logged now; stop only if the app's onDeny answered the request itself.
-        if (!this.refuse(result.denial, route)) return { kind: 'unchecked', denial: wouldDeny };
+        if (!this.refuse(wouldDeny, route)) return { kind: 'unchecked', denial: wouldDeny };
       }
     }
-    const file = enforced ?? (wouldDeny === undefined ? reported : undefined);
-    return file ? { kind: 'allow', file } : { kind: 'unchecked', denial: wouldDeny as PathDenial };
+    if (enforced) return { kind: 'allow', file: enforced };
+    const last = routes.filter((route) => !route.reportOnly).at(-1);
+    if (last) return { kind: 'deny', denial: UNEXPECTED, route: last };
+    return this.reportOnlyDecision(reported, wouldDeny);
+  }
+
+  /** Only report-only gates: a would-be deny lets the part through unchecked. */
+  private reportOnlyDecision(
+    reported: CheckedFile | undefined,
+    wouldDeny: PathDenial | undefined,
+  ): FileDecision {
+    if (wouldDeny) return { kind: 'unchecked', denial: wouldDeny };
+    if (reported) return { kind: 'allow', file: reported };
+    // No gate declares the field: reported as the last one would have refused it.
+    this.refuse(UNEXPECTED, this.parts.routes.at(-1));
+    return { kind: 'unchecked', denial: UNEXPECTED };
   }
 
   /** Denies now, with the deny of the gate that refused. Returns `true` when the request goes on (report-only). */

@@ -135,6 +135,13 @@ function buildApp(dir: string, options: Partial<PathgateOptions> = {}): express.
     up.single('avatar'),
     handler,
   );
+  app.post(
+    '/two-fields',
+    gate.write(avatar),
+    gate.write({ file: 'doc', under: 'uploads/docs', optional: true }),
+    up.any(),
+    handler,
+  );
   const narrower = pathgate({ root: dir, fs: ['rw:uploads/public/**'] });
   app.post(
     '/two-policies',
@@ -662,6 +669,31 @@ describe('several gates before one multer middleware', () => {
     expect(info.files).toEqual([
       { field: 'avatar', filename: 'both.txt', path: join(root, 'uploads', 'both.txt') },
     ]);
+  });
+
+  it('gates declaring different file fields each decide their own field', async () => {
+    const ok = await send('/two-fields', [
+      filePart('avatar', 'face.png'),
+      filePart('doc', 'cv.txt'),
+    ]);
+    expect(ok.status).toBe(200);
+    expect((handled(ok).pathgate as { files: unknown }).files).toEqual([
+      { field: 'avatar', filename: 'face.png', path: join(root, 'uploads', 'face.png') },
+      { field: 'doc', filename: 'cv.txt', path: join(root, 'uploads', 'docs', 'cv.txt') },
+    ]);
+    calls = 0;
+    const before = uploads();
+    await expectDenied(
+      await send('/two-fields', [filePart('avatar', 'a2.png'), filePart('evil', 'x.txt')]),
+      'unexpected-file',
+      'file',
+    );
+    await expectDenied(
+      await send('/two-fields', [filePart('doc', 'only.txt')]),
+      'missing-path',
+      'file avatar',
+    );
+    expect(uploads()).toEqual(before);
   });
 
   it('a file must pass every gate that declares files, each with its own policy', async () => {

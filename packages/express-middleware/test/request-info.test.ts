@@ -134,5 +134,17 @@ describe('req.pathgate', () => {
     expect(Object.getOwnPropertyDescriptor(req, 'pathgate')?.value?.params).toEqual({
       path: `${ROOT}/docs/a.txt`,
     });
+    // A second gate joins its paths to the first gate's there too.
+    Object.assign(req, { body: { to: 'uploads/b.txt' } });
+    gate.write({ body: 'to' })(req, {} as Response, () => {
+      nexts += 1;
+    });
+    expect(nexts).toBe(2);
+    const joined = Object.getOwnPropertyDescriptor(req, 'pathgate')?.value as PathgateInfo;
+    expect([joined.mode, joined.params, joined.body]).toEqual([
+      'write',
+      { path: `${ROOT}/docs/a.txt` },
+      { to: `${ROOT}/uploads/b.txt` },
+    ]);
   });
 });
