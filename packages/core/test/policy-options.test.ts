@@ -33,6 +33,15 @@ interface OptionErrorRow {
 
 const fs = (rules: unknown) => ({ permissions: { fs: rules } });
 
+/** `items` with a hole (an index never set) at `at`, the rest shifted after it. */
+const holey = (items: readonly string[], at: number): string[] => {
+  const out: string[] = new Array(items.length + 1);
+  items.forEach((item, i) => {
+    out[i < at ? i : i + 1] = item;
+  });
+  return out;
+};
+
 const OPTION_ERRORS: readonly OptionErrorRow[] = [
   // root: a string that canonicalizes to an absolute path
   { name: 'root relative', options: { root: 'srv', ...fs([]) }, names: /\broot\b/ },
@@ -59,10 +68,10 @@ const OPTION_ERRORS: readonly OptionErrorRow[] = [
   { name: 'fs undefined', options: fs(undefined), names: /permissions\.fs/ },
   { name: 'fs null', options: fs(null), names: /permissions\.fs/ },
   // A hole reads as undefined: named as a rule that is not a string, never a crash.
-  { name: 'fs with a hole', options: fs([, './a']), names: /rule 1 of permissions\.fs/ },
+  { name: 'fs with a hole', options: fs(holey(['./a'], 0)), names: /rule 1 of permissions\.fs/ },
   {
     name: 'fs with an inner hole',
-    options: fs(['./a', , './b']),
+    options: fs(holey(['./a', './b'], 1)),
     names: /rule 2 of permissions\.fs/,
   },
   {
