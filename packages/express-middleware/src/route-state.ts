@@ -52,17 +52,26 @@ export function markUploadHandler<T extends object>(handler: T): T {
 }
 
 interface RouteStack {
-  stack?: readonly { handle?: unknown }[];
+  stack?: readonly { handle?: unknown; method?: unknown }[];
 }
 
 /**
- * Whether a gate multer middleware comes after `gate` on the request's route
- * (Express's `req.route`, its layers' handles). Without one, the multipart
- * fields and files of the request can never be checked.
+ * Whether a gate multer middleware that runs for this request's method
+ * comes after `gate` on the request's route (Express's `req.route`, its
+ * layers' handles and methods; `.all()` layers have none). A gate not on
+ * `req.route` (used with `app.use`, or a stale route) finds none. Without
+ * one, the multipart fields and files of the request can never be checked.
  */
 export function uploadFollows(req: Request, gate: object): boolean {
   const stack = (req.route as RouteStack | undefined)?.stack;
   if (!Array.isArray(stack)) return false;
   const at = stack.findIndex((layer) => layer.handle === gate);
-  return stack.some((layer, i) => i > at && uploadHandlers.has(layer.handle as object));
+  if (at === -1) return false;
+  const method = req.method.toLowerCase();
+  return stack.some(
+    (layer, i) =>
+      i > at &&
+      uploadHandlers.has(layer.handle as object) &&
+      (layer.method === undefined || layer.method === method),
+  );
 }

@@ -710,6 +710,44 @@ describe('several gates before one multer middleware', () => {
   });
 });
 
+describe('which gate.multer() follows a gate', () => {
+  it("one for another method, or a gate that is not on the request's route, never counts", async () => {
+    const dir = tempRoot();
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const plain = multer({ storage: multer.memoryStorage() });
+    let reached = 0;
+    const answer: express.RequestHandler = (_req, res) => {
+      reached += 1;
+      res.json({ ok: true });
+    };
+    const app = express();
+    app
+      .route('/a')
+      .all(gate.write({ file: 'f', under: 'uploads' }, { body: 'target', under: 'uploads' }))
+      .put(gate.multer().any(), answer)
+      .post(plain.any(), answer);
+    const pass: express.RequestHandler = (_req, _res, next) => next();
+    app.route('/v').all(pass).put(gate.multer().any(), answer);
+    // Not route-level: req.route is still the /v route above, whose stack it is not in.
+    app.use('/v', gate.write({ file: 'f', under: 'uploads' }));
+    app.post('/v', plain.any(), answer);
+    const s = await serve(app);
+    try {
+      const a = await upload(s.port, '/a', [
+        filePart('f', '../../evil'),
+        fieldPart('target', '../../../etc/x'),
+      ]);
+      expect(a.json).toEqual(denyBody({ reason: 'missing-path', label: 'body.target' }));
+      const v = await upload(s.port, '/v', [filePart('f', 'evil')]);
+      expect(v.json).toEqual(denyBody({ reason: 'missing-path', label: 'file f' }));
+      expect(reached).toBe(0);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("a gate's deferred checks belong to its own route", () => {
   it("after next('route'), a later route's gate.multer() does not take them", async () => {
     const dir = tempRoot();
