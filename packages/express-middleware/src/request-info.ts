@@ -95,8 +95,8 @@ function mergedInfo(earlier: PathgateInfo, later: PathgateInfo): PathgateInfo {
   };
 }
 
-/** The records gates set as the request's own property (outside Express's usual wiring). */
-const ownInfos = new WeakSet<object>();
+/** The record gates set as each request's own property (outside Express's usual wiring). */
+const ownInfos = new WeakMap<Request, PathgateInfo>();
 
 /** Makes `info` the request's `req.pathgate`, joined to what an earlier gate recorded. */
 export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
@@ -112,12 +112,11 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     const earlier = locals[kInfo] as PathgateInfo | undefined;
     locals[kInfo] = earlier === undefined ? info : mergedInfo(earlier, info);
   } else {
-    // Joined only to a record a gate set here: never to a value the app assigned.
-    const earlier: unknown = own ? (req as { pathgate?: unknown }).pathgate : undefined;
-    const joined = ownInfos.has(earlier as object)
-      ? mergedInfo(earlier as PathgateInfo, info)
-      : info;
-    ownInfos.add(joined);
+    // Joined only to the record a gate set on this request: never to a value the app assigned.
+    const earlier = ownInfos.get(req);
+    const current = own ? (req as { pathgate?: unknown }).pathgate : undefined;
+    const joined = earlier !== undefined && earlier === current ? mergedInfo(earlier, info) : info;
+    ownInfos.set(req, joined);
     setInfoProperty.call(req, joined);
   }
 }

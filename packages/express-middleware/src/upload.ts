@@ -188,7 +188,12 @@ export class Upload {
         removeAll(this.parts.req, this.parts.storage).then(() => this.refuse(denial, route));
         return;
       }
-      for (const denial of denials) if (!this.refuse(denial, route)) return;
+      for (const denial of denials) {
+        if (this.refuse(denial, route)) continue;
+        // The app's onDeny answered a report-only deny itself: nothing reaches the handler.
+        void removeAll(this.parts.req, this.parts.storage);
+        return;
+      }
     }
     this.proceed(routes);
   }

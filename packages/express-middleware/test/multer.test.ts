@@ -748,6 +748,45 @@ describe('which gate.multer() follows a gate', () => {
   });
 });
 
+describe('a report-only onDeny that answers after multer', () => {
+  it('leaves no stored file behind', async () => {
+    const dir = tempRoot();
+    const enforcing = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const watching = pathgate({
+      root: dir.root,
+      fs: ['rw:uploads/**'],
+      reportOnly: true,
+      log: () => {},
+      onDeny: (_denial, _req, res) => {
+        res.status(451).json({ error: 'unavailable' });
+      },
+    });
+    const app = express();
+    app.post(
+      '/up',
+      enforcing.write({ file: 'f', under: 'uploads' }),
+      watching.write({ body: 't' }),
+      enforcing.multer().any(),
+      (_req, res) => {
+        res.json({ ok: true });
+      },
+    );
+    const s = await serve(app);
+    try {
+      const res = await upload(s.port, '/up', [
+        filePart('f', 'kept.txt'),
+        fieldPart('t', '../../etc/x'),
+      ]);
+      expect(res.status).toBe(451);
+      await sleep(50);
+      expect(filesUnder(dir.root)).toEqual([]);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("a gate's deferred checks belong to its own route", () => {
   it("after next('route'), a later route's gate.multer() does not take them", async () => {
     const dir = tempRoot();

@@ -104,6 +104,27 @@ describe('req.pathgate', () => {
     expect(body.pathgate.body).toEqual({ to: `${ROOT}/uploads/x` });
   });
 
+  it("on the request's own property too, a record from another request is never joined", async () => {
+    const app = express();
+    // An own pathgate on the app's request prototype: gates fall back to the request itself.
+    Object.defineProperty(app.request, 'pathgate', { value: undefined, writable: true });
+    let saved: unknown;
+    app.get(
+      '/j',
+      gate.read({ query: 'a' }),
+      (req, _res, next) => {
+        if (saved === undefined) saved = req.pathgate;
+        else (req as { pathgate?: unknown }).pathgate = saved;
+        next();
+      },
+      gate.read({ query: 'b' }),
+      sendInfo,
+    );
+    await supertest(app).get('/j?a=docs/one&b=docs/x').expect(200);
+    const { body } = await supertest(app).get('/j?a=docs/two&b=docs/y').expect(200);
+    expect(body.pathgate.query).toEqual({ b: `${ROOT}/docs/y` });
+  });
+
   it('keeps requests in flight apart (each response holds its own)', async () => {
     const app = express();
     app.get('/files/*path', read, (req, res) => {
