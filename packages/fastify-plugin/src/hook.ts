@@ -57,7 +57,8 @@ function checkValues(
   const unread = result.ok ? unreadBody(request, guard) : undefined;
   if (unread === undefined) return result;
   if (denials === undefined) return { ok: false, denial: unread };
-  denials.push(unread);
+  // A required body spec was already reported missing: one report per spec.
+  if (!denials.some((d) => d.label === unread.label)) denials.push(unread);
   return result;
 }
 

@@ -237,6 +237,25 @@ describe('body specs on a multipart body that nothing parsed', () => {
     });
     expect(json).toMatchObject({ status: 200, json: { body: {} } });
   });
+
+  it('report-only reports such a spec once, required or optional', async () => {
+    const root = sandbox();
+    const lines: { msg: string; pathgate?: { label: string; reason: string } }[] = [];
+    const app = newApp({
+      logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+    });
+    await app.register(pathgate, { root, fs: RULES, reportOnly: true });
+    await app.register(multipart);
+    const paths = [{ body: 'a' }, { body: 'b', optional: true }];
+    app.post('/r', { config: { pathgate: { mode: 'write', paths } } }, async () => 'ran');
+    const port = await listen(app);
+    const res = await postMultipart(port, '/r', [{ disposition: 'name="a"', data: 'x' }]);
+    expect(res.status).toBe(200);
+    const reports = lines.filter((l) => l.msg === 'pathgate: would deny (report-only)');
+    expect(reports.map((l) => [l.pathgate?.label, l.pathgate?.reason])).toEqual([
+      ['body.a', 'missing-path'],
+    ]);
+  });
 });
 
 describe('attachFieldsToBody: params are checked before the body is read', () => {
