@@ -44,6 +44,13 @@ const NAME_MAX = 255;
  * for the file system is refused first, so no empty directory is left for it.
  */
 async function ensureParent(root: string, target: string): Promise<void> {
+  // A path another gate's policy checked, under another root: the walk below
+  // could not vouch for its directories (a server misconfiguration: a 500).
+  if (root !== '/' && !target.startsWith(`${root}/`)) {
+    throw new Error(
+      "pathgate: a file checked by another gate's policy (another root) reached this gate's storage; use that gate's multer()",
+    );
+  }
   if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
     throw new PathgateStorageError(STORAGE_CODES.NAME_TOO_LONG, 'file name too long');
   }

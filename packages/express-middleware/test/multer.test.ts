@@ -748,6 +748,40 @@ describe('which gate.multer() follows a gate', () => {
   });
 });
 
+describe('a gate.multer() storage and a gate of another root', () => {
+  it('refuses to store a file checked for another root (500), and writes nothing', async () => {
+    const one = tempRoot();
+    const two = tempRoot();
+    const errors = countingErrorHandler();
+    const first = pathgate({ root: one.root, fs: ['rw:uploads/**'], log: () => {} });
+    const second = pathgate({ root: two.root, fs: ['rw:uploads/**'], log: () => {} });
+    const app = express();
+    app.post(
+      '/up',
+      second.write({ file: 'f', under: 'uploads' }),
+      first.multer().any(),
+      (_q, res) => {
+        res.json({ ok: true });
+      },
+    );
+    app.use(errors.handler);
+    const s = await serve(app);
+    try {
+      const res = await upload(s.port, '/up', [filePart('f', 'a.txt')]);
+      expect(res.status).toBe(500);
+      expect(errors.calls).toHaveLength(1);
+      expect(res.text).not.toContain(two.root);
+      expect(res.text).not.toContain(one.root);
+      expect(filesUnder(one.root)).toEqual([]);
+      expect(filesUnder(two.root)).toEqual([]);
+    } finally {
+      await s.close();
+      one.remove();
+      two.remove();
+    }
+  });
+});
+
 describe('a report-only onDeny that answers after multer', () => {
   it('leaves no stored file behind', async () => {
     const dir = tempRoot();
