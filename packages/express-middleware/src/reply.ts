@@ -68,8 +68,9 @@ export function makeDeny(settings: Settings): Deny {
     try {
       shaped = hookBody(onDeny?.(denial, req, res), logRejected(settings, req));
     } catch (error) {
-      // The app's own hook failed: the request stops, and its error handler answers.
-      closeIfBodyPending(req, res, settings);
+      // The app's own hook failed: the request stops, and its error handler answers
+      // (an enforced deny already closes the connection when a body is pending).
+      if (reportOnly) closeIfBodyPending(req, res, settings);
       next(error);
       return false;
     }
