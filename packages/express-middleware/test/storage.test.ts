@@ -1,0 +1,379 @@
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Answer } from '../../../test/answer.js';
+import {
+  type DiskStorageOptions,
+  type Pathgate,
+  pathgate,
+  STORAGE_CODES,
+  type StorageCode,
+} from '../src/index.js';
+import {
+  fieldPart,
+  filePart,
+  filesUnder,
+  type RawPart,
+  serve,
+  tempRoot,
+  upload,
+} from './helpers.js';
+
+// gate.diskStorage() over real HTTP: each refusal the file system causes is
+// an http-errors shaped 4xx that names no path and leaves the tree as it
+// was; the default root '/' works; the storage's removal of stored files
+// (multer's abort, pathgate's deny after multer) never hangs and reports
+// nothing for a file that is already gone.
+
+/**
+ * An error handler that follows the http-errors convention the README
+ * promises to fit: the message goes to the client only when `expose` is set.
+ */
+function httpErrorsHandler() {
+  const calls: unknown[] = [];
+  const handler: express.ErrorRequestHandler = (error, _req, res, _next) => {
+    calls.push(error);
+    const status = typeof error?.status === 'number' ? error.status : 500;
+    const message = error?.expose === true ? error.message : 'Internal Server Error';
+    res.status(status).json({ status, code: error?.code, message });
+  };
+  return { handler, calls };
+}
+
+interface Site {
+  readonly root: string;
+  readonly errors: unknown[];
+  send(path: string, parts: readonly RawPart[]): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+/** A temp root, an app whose routes `build` adds over a gate of that root, served on 127.0.0.1. */
+async function openSite(
+  build: (app: express.Express, gate: Pathgate, root: string) => void,
+): Promise<Site> {
+  const { root, remove } = tempRoot();
+  const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+  const app = express();
+  build(app, gate, root);
+  const errors = httpErrorsHandler();
+  app.use(errors.handler);
+  const served = await serve(app);
+  return {
+    root,
+    errors: errors.calls,
+    send: (path, parts) => upload(served.port, path, parts),
+    close: async () => {
+      await served.close();
+      remove();
+    },
+  };
+}
+
+const stored: express.RequestHandler = (req, res) => {
+  res.json({ file: req.file ?? null, files: req.files ?? null });
+};
+
+/** Every entry below `dir` (directories, links with their target, files with their content). */
+function tree(dir: string): Record<string, string> {
+  const entries: Record<string, string> = {};
+  for (const name of (readdirSync(dir, { recursive: true }) as string[]).sort()) {
+    const path = join(dir, name);
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) entries[name] = `-> ${readlinkSync(path)}`;
+    else if (stat.isDirectory()) entries[name] = 'dir';
+    else entries[name] = readFileSync(path, 'utf8');
+  }
+  return entries;
+}
+
+/** A relative name of short segments that makes `${dir}/${name}` exactly `total` bytes long. */
+function pathOfBytes(dir: string, total: number): string {
+  const room = total - Buffer.byteLength(`${dir}/`);
+  const filled = `${'p'.repeat(199)}/`.repeat(Math.floor((room - 1) / 200));
+  return `${filled}${'q'.repeat(room - filled.length)}`;
+}
+
+describe('the safe disk storage refuses with an http-errors shaped 4xx, names no path, changes nothing', () => {
+  let site: Site;
+  let outside: ReturnType<typeof tempRoot>;
+  let uploads: string;
+
+  beforeAll(async () => {
+    outside = tempRoot();
+    writeFileSync(join(outside.root, 'victim.txt'), 'safe');
+    site = await openSite((app, gate) => {
+      const spec = gate.write({ file: 'f', under: 'uploads' });
+      app.post('/keep', spec, gate.multer().single('f'), stored);
+      const replacing = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
+      app.post('/replace', spec, replacing.single('f'), stored);
+    });
+    uploads = join(site.root, 'uploads');
+    mkdirSync(uploads);
+  });
+
+  afterAll(async () => {
+    await site.close();
+    outside.remove();
+  });
+
+  const refusals: {
+    readonly what: string;
+    readonly route: '/keep' | '/replace';
+    readonly filename: string | (() => string);
+    readonly plant?: (uploads: string, outside: string) => void;
+    readonly status: number;
+    readonly code: StorageCode;
+    readonly message: string;
+  }[] = [
+    {
+      what: 'an existing file (overwrite off)',
+      route: '/keep',
+      filename: 'taken.txt',
+      plant: (dir) => writeFileSync(join(dir, 'taken.txt'), 'before'),
+      status: 409,
+      code: STORAGE_CODES.EXISTS,
+      message: 'the target exists',
+    },
+    {
+      what: 'an existing directory (overwrite on: EISDIR)',
+      route: '/replace',
+      filename: 'folder',
+      plant: (dir) => mkdirSync(join(dir, 'folder')),
+      status: 409,
+      code: STORAGE_CODES.EXISTS,
+      message: 'the target exists',
+    },
+    {
+      what: 'a symlink at the target (overwrite on)',
+      route: '/replace',
+      filename: 'link.txt',
+      plant: (dir, out) => symlinkSync(join(out, 'victim.txt'), join(dir, 'link.txt')),
+      status: 403,
+      code: STORAGE_CODES.SYMLINK,
+      message: 'target is a symlink',
+    },
+    {
+      what: 'a regular file where a directory must be',
+      route: '/keep',
+      filename: 'plain/inner.txt',
+      plant: (dir) => writeFileSync(join(dir, 'plain'), 'a file'),
+      status: 403,
+      code: STORAGE_CODES.NOT_A_DIRECTORY,
+      message: 'path component is not a directory',
+    },
+    {
+      what: 'a name of 256 bytes',
+      route: '/keep',
+      filename: `sub/${'é'.repeat(128)}`,
+      status: 400,
+      code: STORAGE_CODES.NAME_TOO_LONG,
+      message: 'file name too long',
+    },
+  ];
+
+  for (const refusal of refusals) {
+    it(`${refusal.what} → ${refusal.status} ${refusal.code}`, async () => {
+      refusal.plant?.(uploads, outside.root);
+      const before = tree(site.root);
+      site.errors.length = 0;
+      const { filename } = refusal;
+      const name = typeof filename === 'string' ? filename : filename();
+      const res = await site.send(refusal.route, [filePart('f', name, 'PWNED')]);
+      const { status, code, message } = refusal;
+      expect(res.json).toEqual({ status, code, message });
+      expect(res.status).toBe(status);
+      expect(res.text).not.toContain(site.root);
+      // What an app's error handler gets: the http-errors shape, named for `err.name` checks.
+      expect(site.errors).toHaveLength(1);
+      expect(site.errors[0]).toMatchObject({
+        name: 'PathgateStorageError',
+        status,
+        statusCode: status,
+        expose: true,
+        code,
+      });
+      // Nothing written, no directory made for it, nothing planted touched.
+      expect(tree(site.root)).toEqual(before);
+      expect(tree(outside.root)).toEqual({ 'victim.txt': 'safe' });
+    });
+  }
+
+  it('a name of exactly 255 bytes and a path of exactly 4095 bytes are stored', async () => {
+    const longest = `${'é'.repeat(125)}.txt!`;
+    expect(Buffer.byteLength(longest)).toBe(255);
+    const name = await site.send('/keep', [filePart('f', longest, 'fits')]);
+    expect(name.status).toBe(200);
+    expect(readFileSync(join(uploads, longest), 'utf8')).toBe('fits');
+    const path = pathOfBytes(uploads, 4095);
+    const res = await site.send('/keep', [filePart('f', path, 'fits too')]);
+    expect(res.status).toBe(200);
+    expect(Buffer.byteLength(join(uploads, path))).toBe(4095);
+    expect(readFileSync(join(uploads, path), 'utf8')).toBe('fits too');
+  });
+
+  it('a root that is no longer a directory: 403 PATHGATE_NOT_A_DIRECTORY, not a raw fs error', async () => {
+    const gone = await openSite((app, gate) => {
+      app.post('/up', gate.write({ file: 'f', under: 'uploads' }), gate.multer().any(), stored);
+    });
+    try {
+      rmSync(gone.root, { recursive: true });
+      writeFileSync(gone.root, 'a file now');
+      const res = await gone.send('/up', [filePart('f', 'a.txt')]);
+      expect(res.json).toEqual({
+        status: 403,
+        code: STORAGE_CODES.NOT_A_DIRECTORY,
+        message: 'path component is not a directory',
+      });
+      expect(res.text).not.toContain(gone.root);
+      expect(readFileSync(gone.root, 'utf8')).toBe('a file now');
+    } finally {
+      await gone.close();
+    }
+  });
+});
+
+describe('the default root /', () => {
+  it('stores below it, creating the missing directories', async () => {
+    const dir = tempRoot();
+    // No `root`: the policy root is '/', and the rule names the temp folder absolutely.
+    const gate = pathgate({ fs: [`rw:${dir.root}/uploads/**`], log: () => {} });
+    const app = express();
+    app.post(
+      '/up',
+      gate.write({ file: 'f', under: `${dir.root}/uploads` }),
+      gate.multer().single('f'),
+      stored,
+    );
+    const served = await serve(app);
+    try {
+      const res = await upload(served.port, '/up', [filePart('f', 'new/deeper/a.txt', 'hello')]);
+      expect(res.status).toBe(200);
+      const path = join(dir.root, 'uploads', 'new', 'deeper', 'a.txt');
+      expect(res.json).toMatchObject({ file: { path, size: 5 } });
+      expect(readFileSync(path, 'utf8')).toBe('hello');
+      expect(filesUnder(dir.root)).toEqual(['uploads/new/deeper/a.txt']);
+    } finally {
+      await served.close();
+      dir.remove();
+    }
+  });
+});
+
+describe('gate.diskStorage(options)', () => {
+  it('refuses options that are not an object, naming the call', () => {
+    const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
+    for (const options of [null, 'yes', 42, true]) {
+      expect(() => gate.diskStorage(options as never)).toThrow(
+        new TypeError('pathgate: gate.diskStorage(): options must be an object'),
+      );
+    }
+  });
+
+  it('replaces an existing file only with overwrite: true', async () => {
+    const choices: Record<string, DiskStorageOptions | undefined> = {
+      none: undefined,
+      empty: {},
+      unset: { overwrite: undefined },
+      off: { overwrite: false },
+      on: { overwrite: true },
+    };
+    const site = await openSite((app, gate) => {
+      for (const [name, options] of Object.entries(choices)) {
+        const up = gate.multer({ storage: gate.diskStorage(options) });
+        app.post(`/${name}`, gate.write({ file: 'f', under: 'uploads' }), up.single('f'), stored);
+      }
+    });
+    try {
+      for (const name of Object.keys(choices)) {
+        const first = await site.send(`/${name}`, [filePart('f', `${name}.txt`, 'first')]);
+        expect(first.status).toBe(200);
+        const second = await site.send(`/${name}`, [filePart('f', `${name}.txt`, 'second')]);
+        const replaced = name === 'on';
+        expect([name, second.status]).toEqual([name, replaced ? 200 : 409]);
+        const content = readFileSync(join(site.root, 'uploads', `${name}.txt`), 'utf8');
+        expect([name, content]).toEqual([name, replaced ? 'second' : 'first']);
+      }
+    } finally {
+      await site.close();
+    }
+  });
+});
+
+describe('removing stored files when the request fails later', () => {
+  let site: Site;
+
+  beforeAll(async () => {
+    site = await openSite((app, gate, root) => {
+      // Two parts with one name under overwrite: both entries point to one file,
+      // so the second removal finds it gone (ENOENT).
+      const replacing = gate.multer({
+        storage: gate.diskStorage({ overwrite: true }),
+        limits: { files: 2 },
+      });
+      app.post(
+        '/replace',
+        gate.write(
+          { file: true, under: 'uploads' },
+          { body: 'to', under: 'uploads', optional: true },
+        ),
+        replacing.any(),
+        stored,
+      );
+      // A report-only deny: the file is read and dropped, so it has no path to remove.
+      const watching = pathgate({ root, fs: ['rw:uploads/**'], reportOnly: true, log: () => {} });
+      app.post(
+        '/watched',
+        watching.write({ file: true, under: 'uploads' }),
+        watching.multer({ limits: { files: 1 } }).any(),
+        stored,
+      );
+    });
+  });
+
+  afterAll(() => site.close());
+
+  const twice = () => [filePart('a', 'same.txt', 'one'), filePart('b', 'same.txt', 'two')];
+
+  it("multer's limit error after both are stored: one 413, no storage errors, nothing stays", async () => {
+    site.errors.length = 0;
+    const res = await site.send('/replace', [...twice(), filePart('c', 'third.txt')]);
+    expect(res.status).toBe(413);
+    expect(res.json).toMatchObject({ code: 'LIMIT_FILE_COUNT' });
+    expect(site.errors).toHaveLength(1);
+    // multer lists the files it could not remove; a file already gone is not one of them.
+    expect(site.errors[0]).toMatchObject({ storageErrors: [] });
+    expect(filesUnder(site.root)).toEqual([]);
+  });
+
+  it("pathgate's deny of a field after both are stored: the 403 comes, nothing stays", async () => {
+    site.errors.length = 0;
+    const res = await site.send('/replace', [...twice(), fieldPart('to', '../../escape')]);
+    expect(res.status).toBe(403);
+    expect(res.json).toMatchObject({ reason: 'path-not-in-allowlist' });
+    expect(site.errors).toEqual([]);
+    expect(filesUnder(site.root)).toEqual([]);
+  });
+
+  it("multer's limit error after a dropped (report-only) file: one 413, no storage errors", async () => {
+    site.errors.length = 0;
+    const res = await site.send('/watched', [
+      filePart('a', '../dropped.txt', 'never written'),
+      filePart('b', 'b.txt'),
+    ]);
+    expect(res.status).toBe(413);
+    expect(res.json).toMatchObject({ code: 'LIMIT_FILE_COUNT' });
+    expect(site.errors).toHaveLength(1);
+    expect(site.errors[0]).toMatchObject({ storageErrors: [] });
+    expect(filesUnder(site.root)).toEqual([]);
+  });
+});
