@@ -36,12 +36,15 @@ function clientError(error: unknown): unknown {
 
 /** The longest file name of the usual Linux file systems (ext4, xfs, btrfs, tmpfs), in bytes. */
 const NAME_MAX = 255;
+/** Linux's longest path for a system call, in bytes, counting the terminating NUL. */
+const PATH_MAX = 4096;
 
 /**
  * Creates the target's parent directories one segment at a time below the
  * root, refusing any component that is a symlink or not a directory
- * (`mkdir -p` would follow a planted link out of the root). A name too long
- * for the file system is refused first, so no empty directory is left for it.
+ * (`mkdir -p` would follow a planted link out of the root). A name or a path
+ * too long for the file system is refused first, so no empty directory is
+ * left for it.
  */
 async function ensureParent(root: string, target: string): Promise<void> {
   // A path another gate's policy checked, under another root: the walk below
@@ -51,7 +54,10 @@ async function ensureParent(root: string, target: string): Promise<void> {
       "pathgate: a file checked by another gate's policy (another root) reached this gate's storage; use that gate's multer()",
     );
   }
-  if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+  const tooLong =
+    Buffer.byteLength(target) >= PATH_MAX ||
+    target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX);
+  if (tooLong) {
     throw new PathgateStorageError(STORAGE_CODES.NAME_TOO_LONG, 'file name too long');
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);

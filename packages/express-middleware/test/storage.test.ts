@@ -179,6 +179,15 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
       code: STORAGE_CODES.NAME_TOO_LONG,
       message: 'file name too long',
     },
+    {
+      // Linux's PATH_MAX counts the terminating NUL: 4096 bytes is one too many.
+      what: 'a path of 4096 bytes, every name short',
+      route: '/keep',
+      filename: () => pathOfBytes(uploads, 4096),
+      status: 400,
+      code: STORAGE_CODES.NAME_TOO_LONG,
+      message: 'file name too long',
+    },
   ];
 
   for (const refusal of refusals) {
