@@ -8,9 +8,10 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 import express from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Answer } from '../../../test/answer.js';
 import {
   type DiskStorageOptions,
@@ -20,9 +21,11 @@ import {
   type StorageCode,
 } from '../src/index.js';
 import {
+  BOUNDARY,
   fieldPart,
   filePart,
   filesUnder,
+  MULTIPART,
   type RawPart,
   serve,
   tempRoot,
@@ -53,6 +56,7 @@ function httpErrorsHandler() {
 interface Site {
   readonly root: string;
   readonly errors: unknown[];
+  readonly port: number;
   send(path: string, parts: readonly RawPart[]): Promise<Answer>;
   close(): Promise<void>;
 }
@@ -70,6 +74,7 @@ async function openSite(
   const served = await serve(app);
   return {
     root,
+    port: served.port,
     errors: errors.calls,
     send: (path, parts) => upload(served.port, path, parts),
     close: async () => {
@@ -382,6 +387,29 @@ describe('removing stored files when the request fails later', () => {
     expect(res.status).toBe(413);
     expect(res.json).toMatchObject({ code: 'LIMIT_FILE_COUNT' });
     expect(site.errors).toHaveLength(1);
+    expect(site.errors[0]).toMatchObject({ storageErrors: [] });
+    expect(filesUnder(site.root)).toEqual([]);
+  });
+
+  it('a client that disconnects mid-file: the half-written file is removed, the error handler runs once', async () => {
+    site.errors.length = 0;
+    const req = http.request({
+      host: '127.0.0.1',
+      port: site.port,
+      method: 'POST',
+      path: '/replace',
+      agent: false,
+      headers: { 'content-type': MULTIPART, 'content-length': 10 * 1024 * 1024 },
+    });
+    req.on('error', () => {}); // the hang-up this test causes
+    req.write(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="half.bin"\r\n\r\n`,
+    );
+    req.write(Buffer.alloc(256 * 1024, 0x61));
+    const half = join(site.root, 'uploads', 'half.bin');
+    await vi.waitFor(() => expect(readFileSync(half).length).toBeGreaterThan(0));
+    req.destroy();
+    await vi.waitFor(() => expect(site.errors).toHaveLength(1));
     expect(site.errors[0]).toMatchObject({ storageErrors: [] });
     expect(filesUnder(site.root)).toEqual([]);
   });
