@@ -39,6 +39,8 @@ export const STORAGE_CODES = Object.freeze({
   NOT_A_DIRECTORY: 'PATHGATE_NOT_A_DIRECTORY',
   /** The target is a symlink. */
   SYMLINK: 'PATHGATE_SYMLINK',
+  /** The target (with `overwrite`) is not a regular file of its own: a FIFO, a device, a hard link. */
+  NOT_A_FILE: 'PATHGATE_NOT_A_FILE',
   /** A name is longer than the file system allows. */
   NAME_TOO_LONG: 'PATHGATE_NAME_TOO_LONG',
 } as const);
@@ -49,6 +51,7 @@ const STORAGE_STATUS: Record<StorageCode, number> = {
   PATHGATE_EXISTS: 409,
   PATHGATE_NOT_A_DIRECTORY: 403,
   PATHGATE_SYMLINK: 403,
+  PATHGATE_NOT_A_FILE: 403,
   PATHGATE_NAME_TOO_LONG: 400,
 };
 

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, unlink } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
@@ -12,7 +12,10 @@ export interface DiskStorageOptions {
 }
 
 type File = Express.Multer.File;
-const { O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW } = constants;
+const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+
+const notAFile = () =>
+  new PathgateStorageError(STORAGE_CODES.NOT_A_FILE, 'target is not a regular file of its own');
 
 /** The few OS errors that a client's name can cause: 4xx, never a 500. */
 function clientError(error: unknown): unknown {
@@ -22,6 +25,7 @@ function clientError(error: unknown): unknown {
   }
   if (code === 'ELOOP')
     return new PathgateStorageError(STORAGE_CODES.SYMLINK, 'target is a symlink');
+  if (code === 'ENXIO') return notAFile(); // a FIFO with no reader, or a socket
   if (code === 'ENOTDIR') {
     return new PathgateStorageError(
       STORAGE_CODES.NOT_A_DIRECTORY,
@@ -78,10 +82,34 @@ async function ensureParent(root: string, target: string): Promise<void> {
   }
 }
 
-/** Writes the stream to `target`: exclusive create (unless overwrite), never through a symlink. */
+/**
+ * Opens `target` for writing: exclusive create (unless overwrite), never
+ * through a symlink. An existing target is replaced only when it is a
+ * regular file with one link, and is emptied only once that is known: a
+ * FIFO would block a thread on open (`O_NONBLOCK` makes it fail instead),
+ * a device would take the bytes, a hard link would carry them to a file
+ * outside the upload tree.
+ */
+async function openTarget(target: string, overwrite: boolean): Promise<FileHandle> {
+  const handle = await open(
+    target,
+    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (overwrite ? 0 : O_EXCL),
+    0o666,
+  );
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile() || stat.nlink !== 1) throw notAFile();
+    if (overwrite) await handle.truncate(0);
+    return handle;
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/** Writes the stream to `target` (see `openTarget`). */
 async function writeFile(file: File, target: string, overwrite: boolean): Promise<number> {
-  const flags = O_WRONLY | O_CREAT | O_NOFOLLOW | (overwrite ? O_TRUNC : O_EXCL);
-  const handle = await open(target, flags, 0o666);
+  const handle = await openTarget(target, overwrite);
   // Set before the first byte: multer's abort removes a half-written file by its path.
   file.path = target;
   const out = handle.createWriteStream();

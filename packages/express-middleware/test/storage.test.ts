@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import {
+  linkSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -96,6 +98,8 @@ function tree(dir: string): Record<string, string> {
     const stat = lstatSync(path);
     if (stat.isSymbolicLink()) entries[name] = `-> ${readlinkSync(path)}`;
     else if (stat.isDirectory()) entries[name] = 'dir';
+    else if (stat.isFIFO())
+      entries[name] = 'fifo'; // reading one would block
     else entries[name] = readFileSync(path, 'utf8');
   }
   return entries;
@@ -166,6 +170,26 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
       status: 403,
       code: STORAGE_CODES.SYMLINK,
       message: 'target is a symlink',
+    },
+    {
+      // Opening it for writing would wait for a reader, holding a thread of libuv's pool.
+      what: 'a FIFO at the target (overwrite on)',
+      route: '/replace',
+      filename: 'pipe',
+      plant: (dir) => execFileSync('mkfifo', [join(dir, 'pipe')]),
+      status: 403,
+      code: STORAGE_CODES.NOT_A_FILE,
+      message: 'target is not a regular file of its own',
+    },
+    {
+      // Writing through it would replace a file outside the upload tree.
+      what: 'a hard link to a file outside the root (overwrite on)',
+      route: '/replace',
+      filename: 'hard.txt',
+      plant: (dir, out) => linkSync(join(out, 'victim.txt'), join(dir, 'hard.txt')),
+      status: 403,
+      code: STORAGE_CODES.NOT_A_FILE,
+      message: 'target is not a regular file of its own',
     },
     {
       what: 'a regular file where a directory must be',

@@ -78,7 +78,11 @@ describe('types', () => {
     expectTypeOf<PathgateDeniedError['code']>().toEqualTypeOf<'PATHGATE_DENIED'>();
     expectTypeOf<PathgateDeniedError['denial']>().toEqualTypeOf<PathDenial>();
     expectTypeOf<PathgateStorageError['code']>().toEqualTypeOf<
-      'PATHGATE_EXISTS' | 'PATHGATE_NOT_A_DIRECTORY' | 'PATHGATE_SYMLINK' | 'PATHGATE_NAME_TOO_LONG'
+      | 'PATHGATE_EXISTS'
+      | 'PATHGATE_NOT_A_DIRECTORY'
+      | 'PATHGATE_SYMLINK'
+      | 'PATHGATE_NOT_A_FILE'
+      | 'PATHGATE_NAME_TOO_LONG'
     >();
   });
 });
