@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -215,6 +215,12 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     failed(400, 'Bad Request', 'not a file'),
   ],
   [
+    // A FIFO nobody writes to: opened as it is, reading would wait forever.
+    'a FIFO is not a download',
+    { path: '/files/public/docs/pipe' },
+    failed(400, 'Bad Request', 'not a file'),
+  ],
+  [
     'a missing file',
     { path: '/files/public/nope.txt' },
     failed(404, 'Not Found', 'no such file or folder'),
@@ -273,6 +279,7 @@ describe.each(EXAMPLES)('the $name example', (example) => {
     app = await start(example);
     // A link planted inside the allowlist, pointing out of it.
     symlinkSync('../secret.txt', join(app.root, 'uploads', 'link'));
+    execFileSync('mkfifo', [join(app.root, 'public', 'docs', 'pipe')]);
   });
   afterAll(() => app?.stop());
 

@@ -73,9 +73,14 @@ export interface Download {
   type: string;
 }
 
-/** Opens a regular file for download; the checks run on the open file, not on its name again. */
+/**
+ * Opens a regular file for download; the checks run on the open file, not on
+ * its name again. `O_NONBLOCK`: a FIFO opens at once (and is refused below)
+ * instead of holding a thread until someone writes to it.
+ */
 export async function openFile(path: string): Promise<Download> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW).catch(clientError);
+  const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
+  const handle = await open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch(clientError);
   const info = await handle.stat().catch(async (error: unknown) => {
     await handle.close();
     throw error;
