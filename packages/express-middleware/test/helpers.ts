@@ -48,6 +48,16 @@ export async function serve(app: Express): Promise<Served> {
   };
 }
 
+/** Serves `app` for the length of `run`, then closes it (and every connection). */
+export async function withServed<T>(app: Express, run: (served: Served) => Promise<T>): Promise<T> {
+  const served = await serve(app);
+  try {
+    return await run(served);
+  } finally {
+    await served.close();
+  }
+}
+
 /** One request with node:http: the path is sent byte for byte (no URL normalization). */
 export function request(
   port: number,
@@ -108,9 +118,14 @@ export function multipart(parts: readonly RawPart[]): Buffer {
   return Buffer.concat(chunks);
 }
 
-export function upload(port: number, path: string, parts: readonly RawPart[]): Promise<Answer> {
+export function upload(
+  port: number,
+  path: string,
+  parts: readonly RawPart[],
+  headers: http.OutgoingHttpHeaders = {},
+): Promise<Answer> {
   return request(port, 'POST', path, {
-    headers: { 'content-type': MULTIPART },
+    headers: { ...headers, 'content-type': MULTIPART },
     body: multipart(parts),
   });
 }

@@ -1,0 +1,292 @@
+import { Readable } from 'node:stream';
+import { denyBody } from '@pathgate/core';
+import express from 'express';
+import type { StorageEngine } from 'multer';
+import { describe, expect, it } from 'vitest';
+import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
+import {
+  countingErrorHandler,
+  fieldPart,
+  filePart,
+  filesUnder,
+  type RawPart,
+  sleep,
+  tempRoot,
+  upload,
+  withServed,
+} from './helpers.js';
+
+// One multipart body, part by part: a part without a filename (seen on
+// busboy itself), a report-only deny that lets a part through or an onDeny
+// that answers in the middle of the body, and what the storage gets to see.
+
+/** A file part with no filename at all: multer drops it without calling fileFilter. */
+const nameless = (field: string): RawPart => ({
+  headers: `Content-Disposition: form-data; name="${field}"\r\nContent-Type: application/octet-stream`,
+  body: 'x',
+});
+
+const answer: express.RequestHandler = (req, res) => {
+  res.json({ files: ((req.files ?? []) as Express.Multer.File[]).map((f) => f.originalname) });
+};
+
+/** A fresh root, an app built on it, served for `run`; everything removed after. */
+async function onApp(
+  build: (root: string, app: express.Express) => void,
+  run: (port: number, root: string) => Promise<void>,
+): Promise<void> {
+  const dir = tempRoot();
+  try {
+    const app = express();
+    build(dir.root, app);
+    app.use(countingErrorHandler().handler);
+    await withServed(app, (s) => run(s.port, dir.root));
+  } finally {
+    dir.remove();
+  }
+}
+
+/** A gate on `root` allowing writes below uploads/. */
+const gateOn = (root: string, options: Partial<PathgateOptions> = {}) =>
+  pathgate({ root, fs: ['rw:uploads/**'], log: () => {}, ...options } as PathgateOptions);
+
+describe('a file part without a filename', () => {
+  it('is denied like a bad name: the files stored before it are removed', async () => {
+    await onApp(
+      (root, app) => {
+        const gate = gateOn(root);
+        app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), gate.multer().any(), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [
+          filePart('doc', 'first.txt', 'x'.repeat(64 * 1024)),
+          nameless('doc'),
+        ]);
+        expect(res.json).toEqual(denyBody({ reason: 'missing-path', label: 'file doc' }));
+        await sleep(100);
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+
+  it('report-only: reported once and let through, the next parts are still stored', async () => {
+    const seen: PathgateLogEntry[] = [];
+    await onApp(
+      (root, app) => {
+        const ro = gateOn(root, { reportOnly: true, log: (entry) => seen.push(entry) });
+        app.post(
+          '/up',
+          ro.write({ file: 'doc', under: 'uploads', optional: true }),
+          ro.multer().any(),
+          answer,
+        );
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [
+          nameless('doc'),
+          nameless('other'),
+          filePart('doc', 'kept.txt'),
+        ]);
+        expect(res.status).toBe(200);
+        expect(res.json).toEqual({ files: ['kept.txt'] });
+        expect(seen.map((e) => [e.event, e.label, e.reason])).toEqual([
+          ['report-only', 'file doc', 'missing-path'],
+          ['report-only', 'file', 'unexpected-file'],
+        ]);
+        expect(filesUnder(root)).toEqual(['uploads/kept.txt']);
+      },
+    );
+  });
+});
+
+describe("a report-only gate whose route uses another gate's multer", () => {
+  it("reports a file no gate declares with its own deny, not the multer gate's", async () => {
+    const seen: PathgateLogEntry[] = [];
+    await onApp(
+      (root, app) => {
+        const ro = gateOn(root, { reportOnly: true, log: (entry) => seen.push(entry) });
+        const enforcing = gateOn(root);
+        app.post(
+          '/up',
+          ro.write({ file: 'doc', under: 'uploads', optional: true }),
+          enforcing.multer().any(),
+          answer,
+        );
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [filePart('other', 'x.txt'), nameless('other')]);
+        expect(res.status).toBe(200);
+        expect(res.json).toEqual({ files: ['x.txt'] });
+        expect(seen.map((e) => [e.label, e.reason])).toEqual([
+          ['file', 'unexpected-file'],
+          ['file', 'unexpected-file'],
+        ]);
+        // Let through unchecked: no checked path, so the safe storage writes nothing.
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+});
+
+describe('a report-only onDeny that answers in the middle of the body', () => {
+  const cases: readonly (readonly [string, RawPart])[] = [
+    ['a denied name', filePart('doc', '../evil.txt')],
+    ['a part without a filename', nameless('doc')],
+  ];
+  it.each(cases)('at %s: the body stops, and the file stored before is removed', async (_, bad) => {
+    let answered = 0;
+    await onApp(
+      (root, app) => {
+        const ro = gateOn(root, {
+          reportOnly: true,
+          onDeny: (_denial, _req, res) => {
+            answered += 1;
+            res.status(451).json({ error: 'unavailable' });
+          },
+        });
+        app.post('/up', ro.write({ file: 'doc', under: 'uploads' }), ro.multer().any(), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [
+          filePart('doc', 'first.txt', 'x'.repeat(64 * 1024)),
+          bad,
+          filePart('doc', 'after.txt'),
+        ]);
+        expect(res.status).toBe(451);
+        await sleep(100);
+        expect(answered).toBe(1);
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+});
+
+/** A storage that keeps nothing and records what it was handed; removal takes `removeMs`. */
+function recordingStorage(removeMs: number) {
+  const handled: string[] = [];
+  const removed: unknown[] = [];
+  const storage: StorageEngine = {
+    _handleFile(_req, file, cb) {
+      handled.push(file.originalname);
+      file.stream.resume();
+      file.stream.on('end', () => cb(null, { size: 1 }));
+    },
+    _removeFile(_req, file, cb) {
+      setTimeout(() => {
+        removed.push(file.originalname);
+        cb(null);
+      }, removeMs);
+    },
+  };
+  return { storage, handled, removed };
+}
+
+describe('what the storage engine sees', () => {
+  it('a deny after multer removes the stored files before answering, and only those', async () => {
+    const { storage, handled, removed } = recordingStorage(150);
+    await onApp(
+      (root, app) => {
+        const gate = gateOn(root);
+        const spec = [
+          { file: 'doc', under: 'uploads', optional: true },
+          { body: 'to', under: 'uploads' },
+        ] as const;
+        app.post('/up', gate.write(...spec), gate.multer({ storage }).single('doc'), answer);
+      },
+      async (port) => {
+        const res = await upload(port, '/up', [filePart('doc', 'a.txt'), fieldPart('to', '../x')]);
+        expect(res.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'body.to' }));
+        // Removed before the 403 went out, not after.
+        expect(removed).toEqual(['a.txt']);
+        const none = await upload(port, '/up', [fieldPart('to', '../y')]);
+        expect(none.status).toBe(403);
+        await sleep(200);
+        // Nothing was stored for the second request: nothing to remove.
+        expect(removed).toEqual(['a.txt']);
+        expect(handled).toEqual(['a.txt']);
+      },
+    );
+  });
+
+  it('no part after a denied one reaches the storage', async () => {
+    const { storage, handled } = recordingStorage(0);
+    await onApp(
+      (root, app) => {
+        const gate = gateOn(root);
+        app.post(
+          '/up',
+          gate.write({ file: 'doc', under: 'uploads' }),
+          gate.multer({ storage }).any(),
+          answer,
+        );
+      },
+      async (port) => {
+        const res = await upload(port, '/up', [nameless('doc'), filePart('doc', 'late.txt')]);
+        expect(res.json).toEqual(denyBody({ reason: 'missing-path', label: 'file doc' }));
+        await sleep(50);
+        expect(handled).toEqual([]);
+      },
+    );
+  });
+});
+
+describe("multer's streamHandler option", () => {
+  it("feeds busboy through the app's handler; a part without a filename is decided once", async () => {
+    const seen: PathgateLogEntry[] = [];
+    let fed = 0;
+    await onApp(
+      (root, app) => {
+        const ro = gateOn(root, { reportOnly: true, log: (entry) => seen.push(entry) });
+        const up = ro.multer({
+          // Counts, then feeds the body as multer's default does.
+          streamHandler: (req, parser) => {
+            fed += 1;
+            req.pipe(parser as NodeJS.WritableStream);
+          },
+        });
+        app.post('/up', ro.write({ file: 'doc', under: 'uploads' }), up.any(), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [nameless('doc'), filePart('doc', 's.txt')]);
+        expect(res.json).toEqual({ files: ['s.txt'] });
+        expect(fed).toBe(1);
+        expect(seen.map((e) => [e.label, e.reason])).toEqual([['file doc', 'missing-path']]);
+        expect(filesUnder(root)).toEqual(['uploads/s.txt']);
+      },
+    );
+  });
+});
+
+describe('req.pipe, which the multer middleware catches for one call', () => {
+  it("is the request's own again afterwards: an app's wrapper stays, none is added", async () => {
+    const piped: string[] = [];
+    const traced = function traced(this: express.Request, ...args: Parameters<Readable['pipe']>) {
+      piped.push(args[0].constructor.name);
+      return Readable.prototype.pipe.apply(this, args);
+    };
+    await onApp(
+      (root, app) => {
+        const gate = gateOn(root);
+        app.post(
+          '/up',
+          (req, _res, next) => {
+            if (req.headers['x-trace']) req.pipe = traced as never;
+            next();
+          },
+          gate.write({ file: 'doc', under: 'uploads' }),
+          gate.multer().single('doc'),
+          (req, res) => {
+            res.json({ own: Object.hasOwn(req, 'pipe'), traced: req.pipe === traced });
+          },
+        );
+      },
+      async (port) => {
+        const traceOn = await upload(port, '/up', [filePart('doc', 'a.txt')], { 'x-trace': '1' });
+        expect(traceOn.json).toEqual({ own: true, traced: true });
+        expect(piped).toHaveLength(1);
+        const plain = await upload(port, '/up', [filePart('doc', 'b.txt')]);
+        expect(plain.json).toEqual({ own: false, traced: false });
+      },
+    );
+  });
+});
