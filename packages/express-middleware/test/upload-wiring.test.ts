@@ -1,0 +1,145 @@
+import { join } from 'node:path';
+import { denyBody } from '@pathgate/core';
+import express from 'express';
+import multer from 'multer';
+import { describe, expect, it } from 'vitest';
+import { type Pathgate, pathgate } from '../src/index.js';
+import {
+  countingErrorHandler,
+  fieldPart,
+  filePart,
+  filesUnder,
+  MULTIPART,
+  multipart,
+  request,
+  tempRoot,
+  upload,
+  withServed,
+} from './helpers.js';
+
+// Where a gate and a gate.multer() middleware may sit: only a gate.multer()
+// that comes after the gate on the request's own route, for its method,
+// reads the body the gate defers to it. Anything else fails closed.
+
+const FILE = { file: 'f', under: 'uploads' } as const;
+
+/** A gate on a fresh root, an app wired by `wire`, served for `run`; the handler counts. */
+async function wired(
+  wire: (app: express.Express, gate: Pathgate, answer: express.RequestHandler) => void,
+  run: (port: number, root: string, reached: () => number) => Promise<void>,
+): Promise<void> {
+  const dir = tempRoot();
+  let reached = 0;
+  const answer: express.RequestHandler = (req, res) => {
+    reached += 1;
+    res.json({ file: req.file?.path ?? null, pathgate: req.pathgate ?? null });
+  };
+  try {
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const app = express();
+    wire(app, gate, answer);
+    app.use(countingErrorHandler().handler);
+    await withServed(app, (s) => run(s.port, dir.root, () => reached));
+  } finally {
+    dir.remove();
+  }
+}
+
+const plain = () => multer({ storage: multer.memoryStorage() }).any();
+const missingFile = denyBody({ reason: 'missing-path', label: 'file f' });
+
+describe('a gate that no gate.multer() follows denies a multipart body', () => {
+  it('used with app.use before any route (no req.route): 403, not a 500', async () => {
+    await wired(
+      (app, gate, answer) => {
+        app.use('/early', gate.write(FILE));
+        app.post('/early', plain(), answer);
+      },
+      async (port, _root, reached) => {
+        const res = await upload(port, '/early', [filePart('f', 'a.txt')]);
+        expect(res.json).toEqual(missingFile);
+        expect(reached()).toBe(0);
+      },
+    );
+  });
+
+  it("used with app.use after a route that next('route') left: that route's gate.multer() never runs", async () => {
+    await wired(
+      (app, gate, answer) => {
+        app
+          .route('/v')
+          .all((_req, _res, next) => next('route'))
+          .post(gate.multer().any(), answer);
+        // req.route is still the /v route above, whose POST gate.multer() was skipped.
+        app.use('/v', gate.write(FILE));
+        app.post('/v', plain(), answer);
+      },
+      async (port, _root, reached) => {
+        const res = await upload(port, '/v', [filePart('f', '../../evil')]);
+        expect(res.json).toEqual(missingFile);
+        expect(reached()).toBe(0);
+      },
+    );
+  });
+
+  it('a gate.multer() before the gate on its route does not count', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const fail: express.RequestHandler = (_req, _res, next) => next(new Error('skip'));
+        const recover: express.ErrorRequestHandler = (_err, _req, _res, next) => next();
+        // The error skips gate.multer(); the route's error handler recovers before the gate.
+        app.post('/late', fail, gate.multer().any(), recover, gate.write(FILE), answer);
+      },
+      async (port, _root, reached) => {
+        const res = await upload(port, '/late', [filePart('f', '../../evil')]);
+        expect(res.json).toEqual(missingFile);
+        expect(reached()).toBe(0);
+      },
+    );
+  });
+});
+
+describe('a gate.multer() that follows the gate', () => {
+  it('in .all() (no method): reads and checks the upload', async () => {
+    await wired(
+      (app, gate, answer) => {
+        app.all('/all', gate.write(FILE), gate.multer().single('f'), answer);
+        app.route('/route-all').all(gate.write(FILE), gate.multer().single('f')).put(answer);
+      },
+      async (port, root) => {
+        const all = await upload(port, '/all', [filePart('f', 'a.txt')]);
+        expect(all.json).toMatchObject({ file: join(root, 'uploads', 'a.txt') });
+        const put = await request(port, 'PUT', '/route-all', {
+          headers: { 'content-type': MULTIPART },
+          body: multipart([filePart('f', 'b.txt')]),
+        });
+        expect(put.json).toMatchObject({ file: join(root, 'uploads', 'b.txt') });
+        const bad = await upload(port, '/all', [filePart('f', '../../evil')]);
+        expect(bad.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'file f' }));
+        expect(filesUnder(root)).toEqual(['uploads/a.txt', 'uploads/b.txt']);
+      },
+    );
+  });
+});
+
+describe('gate.multer().none() with app.use, before every route', () => {
+  it('parses the fields first; the gates then check them like a JSON body', async () => {
+    await wired(
+      (app, gate, answer) => {
+        app.use(gate.multer().none());
+        app.post('/fields', gate.write({ body: 'target', under: 'uploads' }), answer);
+      },
+      async (port, root, reached) => {
+        const ok = await upload(port, '/fields', [fieldPart('target', 'a.txt')]);
+        expect(ok.json).toMatchObject({
+          pathgate: { body: { target: join(root, 'uploads/a.txt') } },
+        });
+        const bad = await upload(port, '/fields', [fieldPart('target', '../../x')]);
+        expect(bad.json).toEqual(
+          denyBody({ reason: 'path-not-in-allowlist', label: 'body.target' }),
+        );
+        expect(reached()).toBe(1);
+      },
+    );
+  });
+});
