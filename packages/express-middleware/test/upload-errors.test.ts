@@ -1,0 +1,122 @@
+import express from 'express';
+import multer, { type StorageEngine } from 'multer';
+import { describe, expect, it } from 'vitest';
+import { pathgate } from '../src/index.js';
+import { filePart, type RawPart, tempRoot, upload, withServed } from './helpers.js';
+
+// What reaches the app's error handler from a gate's multer middleware: a
+// multer limit is a 413, another multer refusal a 400, both exposed (the
+// client's fault); anything else arrives as it was sent.
+
+const FILE = { file: 'f', under: 'uploads' } as const;
+
+/** The error handler the README shows, then the app's catch-all for the rest. */
+const exposed: express.ErrorRequestHandler = (err, _req, res, next) => {
+  if (err.expose) return res.status(err.status).json({ error: err.message, code: err.code });
+  next(err);
+};
+
+/** The answer and the errors the app's handlers saw, for one upload to one route's gate.multer(). */
+async function uploadTo(
+  options: Parameters<ReturnType<typeof pathgate>['multer']>[0],
+  method: (up: multer.Multer) => express.RequestHandler,
+  parts: readonly RawPart[],
+) {
+  const dir = tempRoot();
+  const seen: unknown[] = [];
+  try {
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const app = express();
+    app.post('/up', gate.write(FILE), method(gate.multer(options)), (_req, res) => {
+      res.json({ ok: true });
+    });
+    app.use(
+      (err: unknown, _req: express.Request, _res: express.Response, next: express.NextFunction) => {
+        seen.push(err);
+        next(err);
+      },
+    );
+    app.use(exposed);
+    app.use(((_err, _req, res, _next) => {
+      res.status(500).json({ error: 'internal' });
+    }) as express.ErrorRequestHandler);
+    const res = await withServed(app, (s) => upload(s.port, '/up', parts));
+    return { res, seen };
+  } finally {
+    dir.remove();
+  }
+}
+
+describe("multer's refusals reach the error handler as the client's fault", () => {
+  it('a limit exceeded → 413, exposed', async () => {
+    const size = await uploadTo({ limits: { fileSize: 4 } }, (up) => up.single('f'), [
+      filePart('f', 'big.txt', 'too big'),
+    ]);
+    expect([size.res.status, size.res.json]).toEqual([
+      413,
+      { error: expect.any(String), code: 'LIMIT_FILE_SIZE' },
+    ]);
+    const count = await uploadTo({ limits: { files: 1 } }, (up) => up.array('f'), [
+      filePart('f', 'one.txt'),
+      filePart('f', 'two.txt'),
+    ]);
+    expect([count.res.status, count.res.json]).toEqual([
+      413,
+      { error: expect.any(String), code: 'LIMIT_FILE_COUNT' },
+    ]);
+  });
+
+  it('another multer refusal (a field multer does not expect) → 400, exposed', async () => {
+    const { res } = await uploadTo({}, (up) => up.single('f'), [filePart('g', 'x.txt')]);
+    expect([res.status, res.json]).toEqual([
+      400,
+      { error: expect.any(String), code: 'LIMIT_UNEXPECTED_FILE' },
+    ]);
+  });
+
+  it("a MulterError the app's fileFilter shaped itself (status 415, exposed) keeps its status", async () => {
+    const fileFilter: multer.Options['fileFilter'] = (_req, file, cb) =>
+      cb(
+        Object.assign(new multer.MulterError('LIMIT_UNEXPECTED_FILE', file.fieldname), {
+          status: 415,
+          expose: true,
+        }),
+      );
+    const { res } = await uploadTo({ fileFilter }, (up) => up.single('f'), [
+      filePart('f', 'a.gif'),
+    ]);
+    expect([res.status, res.json]).toEqual([
+      415,
+      { error: expect.any(String), code: 'LIMIT_UNEXPECTED_FILE' },
+    ]);
+  });
+});
+
+describe("the app's own errors pass through untouched", () => {
+  it("an Error from the user's fileFilter: no status, not exposed, its message not sent", async () => {
+    const boom = new Error('database at 10.0.0.7 is down');
+    const fileFilter: multer.Options['fileFilter'] = (_req, _file, cb) => cb(boom);
+    const { res, seen } = await uploadTo({ fileFilter }, (up) => up.single('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json]).toEqual([500, { error: 'internal' }]);
+    expect(seen).toEqual([boom]);
+    expect(boom).not.toHaveProperty('expose');
+    expect(boom).not.toHaveProperty('status');
+  });
+
+  it('a storage engine that fails with a string: the error handler gets the string', async () => {
+    const storage: StorageEngine = {
+      _handleFile: (_req, file, cb) => {
+        file.stream.resume();
+        file.stream.on('end', () => (cb as (error: unknown) => void)('disk quota exceeded'));
+      },
+      _removeFile: (_req, _file, cb) => cb(null),
+    };
+    const { res, seen } = await uploadTo({ storage }, (up) => up.single('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json]).toEqual([500, { error: 'internal' }]);
+    expect(seen).toEqual(['disk quota exceeded']);
+  });
+});
