@@ -60,10 +60,14 @@ function storedFiles(req: Request): Express.Multer.File[] {
   return Array.isArray(files) ? files : Object.values(files).flat();
 }
 
+/**
+ * Removes every stored file; settles once each removal has, even one whose
+ * storage throws (else the deny waiting on it would never be answered).
+ */
 function removeAll(req: Request, storage: StorageEngine): Promise<unknown> {
   const remove = (file: Express.Multer.File) =>
     new Promise((done) => storage._removeFile(req, file, done));
-  return Promise.all(storedFiles(req).map(remove));
+  return Promise.allSettled(storedFiles(req).map(remove));
 }
 
 export interface UploadParts {

@@ -161,8 +161,11 @@ describe('a report-only onDeny that answers in the middle of the body', () => {
   });
 });
 
-/** A storage that keeps nothing and records what it was handed; removal takes `removeMs`. */
-function recordingStorage(removeMs: number) {
+/**
+ * A storage that keeps nothing and records what it was handed; removal takes
+ * `removeMs`, and throws at once for a file named `throwsFor` (a buggy engine).
+ */
+function recordingStorage(removeMs: number, throwsFor?: string) {
   const handled: string[] = [];
   const removed: unknown[] = [];
   const storage: StorageEngine = {
@@ -172,6 +175,7 @@ function recordingStorage(removeMs: number) {
       file.stream.on('end', () => cb(null, { size: 1 }));
     },
     _removeFile(_req, file, cb) {
+      if (file.originalname === throwsFor) throw new Error('remove failed');
       setTimeout(() => {
         removed.push(file.originalname);
         cb(null);
@@ -206,6 +210,38 @@ describe('what the storage engine sees', () => {
         expect(handled).toEqual(['a.txt']);
       },
     );
+  });
+
+  it('a removal that throws: the deny still answers once the others are removed, nothing unhandled', async () => {
+    const { storage, removed } = recordingStorage(100, 'bad.txt');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await onApp(
+        (root, app) => {
+          const gate = gateOn(root);
+          const spec = [
+            { file: 'doc', under: 'uploads' },
+            { body: 'to', under: 'uploads' },
+          ] as const;
+          app.post('/up', gate.write(...spec), gate.multer({ storage }).array('doc'), answer);
+        },
+        async (port) => {
+          const res = await upload(port, '/up', [
+            filePart('doc', 'bad.txt'),
+            filePart('doc', 'good.txt'),
+            fieldPart('to', '../x'),
+          ]);
+          expect(res.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'body.to' }));
+          expect(removed).toEqual(['good.txt']);
+          await sleep(20);
+        },
+      );
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('no part after a denied one reaches the storage', async () => {
