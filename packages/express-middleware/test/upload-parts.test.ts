@@ -175,7 +175,8 @@ function recordingStorage(removeMs: number, throwsFor?: string) {
       file.stream.on('end', () => cb(null, { size: 1 }));
     },
     _removeFile(_req, file, cb) {
-      if (file.originalname === throwsFor) throw new Error('remove failed');
+      if (throwsFor !== undefined && file.originalname === throwsFor)
+        throw new Error('remove failed');
       setTimeout(() => {
         removed.push(file.originalname);
         cb(null);
