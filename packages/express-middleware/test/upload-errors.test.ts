@@ -1,7 +1,7 @@
 import express from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
-import { pathgate } from '../src/index.js';
+import { type PathgateMulterOptions, pathgate } from '../src/index.js';
 import { filePart, type RawPart, tempRoot, upload, withServed } from './helpers.js';
 
 // What reaches the app's error handler from a gate's multer middleware: a
@@ -18,7 +18,7 @@ const exposed: express.ErrorRequestHandler = (err, _req, res, next) => {
 
 /** The answer and the errors the app's handlers saw, for one upload to one route's gate.multer(). */
 async function uploadTo(
-  options: Parameters<ReturnType<typeof pathgate>['multer']>[0],
+  options: PathgateMulterOptions,
   method: (up: multer.Multer) => express.RequestHandler,
   parts: readonly RawPart[],
 ) {
@@ -30,16 +30,14 @@ async function uploadTo(
     app.post('/up', gate.write(FILE), method(gate.multer(options)), (_req, res) => {
       res.json({ ok: true });
     });
-    app.use(
-      (err: unknown, _req: express.Request, _res: express.Response, next: express.NextFunction) => {
-        seen.push(err);
-        next(err);
-      },
-    );
-    app.use(exposed);
-    app.use(((_err, _req, res, _next) => {
+    const record: express.ErrorRequestHandler = (err, _req, _res, next) => {
+      seen.push(err);
+      next(err);
+    };
+    const internal: express.ErrorRequestHandler = (_err, _req, res, _next) => {
       res.status(500).json({ error: 'internal' });
-    }) as express.ErrorRequestHandler);
+    };
+    app.use(record, exposed, internal);
     const res = await withServed(app, (s) => upload(s.port, '/up', parts));
     return { res, seen };
   } finally {
