@@ -1,7 +1,10 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { PathgateInfo } from '@pathgate/core';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
+import { type Answer, readAnswer } from '../../../test/answer.js';
 import { pathgate } from '../src/index.js';
 
 // `req.pathgate` is an accessor on Express's request prototype that reads the
@@ -36,6 +39,100 @@ describe('req.pathgate', () => {
     expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
   });
 
+  it('lives in res.locals behind an accessor on express.request: no request of any app gets its own', async () => {
+    const seen: unknown[] = [];
+    const report = (req: Request, res: Response) => {
+      seen.push({ own: Object.hasOwn(req, 'pathgate'), params: req.pathgate?.params });
+      res.end();
+    };
+    // Two apps: two request prototypes, one accessor on the express.request they share.
+    for (const app of [express(), express()]) {
+      app.get('/files/*path', read, report);
+      await supertest(app).get('/files/docs/a.txt').expect(200);
+    }
+    const expected = { own: false, params: { path: `${ROOT}/docs/a.txt` } };
+    expect(seen).toEqual([expected, expected]);
+    expect(typeof Object.getOwnPropertyDescriptor(express.request, 'pathgate')?.get).toBe(
+      'function',
+    );
+  });
+
+  it("an app's own pathgate on express.request itself is left alone, and never hides the checked paths", async () => {
+    const before = Object.getOwnPropertyDescriptor(express.request, 'pathgate');
+    const appDefault = { params: { path: '/etc/passwd' } };
+    Object.defineProperty(express.request, 'pathgate', {
+      value: appDefault,
+      writable: true,
+      configurable: true,
+    });
+    try {
+      const app = express();
+      app.get('/files/*path', read, sendInfo);
+      app.get('/open', sendInfo);
+      const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
+      expect(body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
+      // A route without a gate still reads the app's own value.
+      const open = await supertest(app).get('/open').expect(200);
+      expect(open.body.pathgate).toEqual(appDefault);
+    } finally {
+      if (before === undefined) delete (express.request as { pathgate?: unknown }).pathgate;
+      else Object.defineProperty(express.request, 'pathgate', before);
+    }
+  });
+
+  it('when res.locals is not where the accessor reads, the request itself holds the paths', async () => {
+    const app = express();
+    const elsewhere: Record<string, (req: Request, res: Response, next: NextFunction) => void> = {
+      // The gate called with a response other than req.res (a wrapper with its own locals).
+      '/wrapped': (req, res, next) =>
+        read(req, Object.assign(Object.create(res), { locals: {} }), next),
+      '/undefined': (req, res, next) => {
+        (res as { locals: unknown }).locals = undefined;
+        read(req, res, next);
+      },
+      '/null': (req, res, next) => {
+        (res as { locals: unknown }).locals = null;
+        read(req, res, next);
+      },
+    };
+    for (const [prefix, gated] of Object.entries(elsewhere))
+      app.get(`${prefix}/*path`, gated, sendInfo);
+    for (const prefix of Object.keys(elsewhere)) {
+      const { body } = await supertest(app).get(`${prefix}/docs/a.txt`).expect(200);
+      expect([prefix, body.pathgate.params]).toEqual([prefix, { path: `${ROOT}/docs/a.txt` }]);
+    }
+  });
+
+  it('reaches the handler on a plain node:http server (an express.Router, no express.request)', async () => {
+    const router = express.Router();
+    router.get('/files/*path', read, (req, res) => {
+      res.end(JSON.stringify(req.pathgate?.params ?? null));
+    });
+    const server = http.createServer((req, res) => {
+      // What a framework around the router might set, as Express does: req.res and res.locals.
+      Object.assign(req, { res });
+      Object.assign(res, { locals: {} });
+      router(req as Request, res as Response, (error?: unknown) => {
+        res.statusCode = error === undefined ? 404 : 500;
+        res.end(String(error));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const answer = await new Promise<Answer>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: '/files/docs/a.txt', agent: false }, (res) =>
+            readAnswer(res).then(resolve, reject),
+          )
+          .on('error', reject);
+      });
+      expect([answer.status, answer.json]).toEqual([200, { path: `${ROOT}/docs/a.txt` }]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('the app may still assign it after the gate', async () => {
     const app = express();
     const replace = (req: Request, _res: Response, next: NextFunction) => {
@@ -45,6 +142,25 @@ describe('req.pathgate', () => {
     app.get('/files/*path', read, replace, sendInfo);
     const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
     expect(body.pathgate).toEqual({ mode: 'write' });
+  });
+
+  it('an assignment is an ordinary property: listed, and deleting it brings the checked paths back', async () => {
+    const app = express();
+    app.get('/files/*path', read, (req, res) => {
+      req.pathgate = { mode: 'write' } as PathgateInfo;
+      const listed = Object.keys(req).includes('pathgate');
+      const assigned = req.pathgate;
+      delete req.pathgate;
+      // Read through a fresh reference: TypeScript narrows req.pathgate to undefined after delete.
+      const after = (req as Request).pathgate?.params ?? null;
+      res.json({ listed, assigned, after });
+    });
+    const { body } = await supertest(app).get('/files/docs/a.txt').expect(200);
+    expect(body).toEqual({
+      listed: true,
+      assigned: { mode: 'write' },
+      after: { path: `${ROOT}/docs/a.txt` },
+    });
   });
 
   it('is undefined on a route without a gate, even after a guarded request', async () => {
@@ -92,6 +208,25 @@ describe('req.pathgate', () => {
     });
     // The first gate's mode still applies to its own value: docs/ is read-only.
     await supertest(app).post('/copy').send({ from: 'docs/a', to: 'docs/b' }).expect(403);
+  });
+
+  it('two gates: a source neither declares is still the shared frozen empty record', async () => {
+    const app = express();
+    app.post(
+      '/copy',
+      express.json(),
+      gate.read({ body: 'from' }),
+      gate.write({ body: 'to' }),
+      (req, res) => {
+        const info = req.pathgate as PathgateInfo;
+        res.json([info.params, info.query, info.headers].map((record) => Object.isFrozen(record)));
+      },
+    );
+    const { body } = await supertest(app)
+      .post('/copy')
+      .send({ from: 'docs/a.txt', to: 'uploads/b.txt' })
+      .expect(200);
+    expect(body).toEqual([true, true, true]);
   });
 
   it('gathering never crosses requests: a first gate alone leaves the next request clean', async () => {
