@@ -31,6 +31,9 @@ function buildApp(options: Partial<PathgateOptions> = {}): Express {
     handler,
   );
   app.get('/h', gate.read({ headers: 'X-File' }), handler);
+  app.get('/qh', gate.read({ query: 'path' }, { headers: 'x-file' }), handler);
+  // Without gate.multer(): a JSON request's file is missing, once its other values pass.
+  app.post('/qf', gate.write({ query: 'to' }, { file: 'avatar', under: 'uploads' }), handler);
   app.post('/move', gate.write({ body: 'from' }, { body: 'to' }), handler);
   app.post('/deep', gate.write({ body: ['files', 0, 'path'] }), handler);
   app.post('/under', gate.write({ body: 'name', under: 'uploads' }), handler);
@@ -85,6 +88,14 @@ describe('allowed values: the canonical paths go to req.pathgate', () => {
     expect(res.body.pathgate.headers).toEqual({ 'x-file': `${ROOT}/docs/h.txt` });
   });
 
+  it('query and headers on one route: both are read and checked', async () => {
+    const res = await supertest(app).get('/qh?path=docs/q').set('x-file', 'docs/h').expect(200);
+    expect(res.body.pathgate).toMatchObject({
+      query: { path: `${ROOT}/docs/q` },
+      headers: { 'x-file': `${ROOT}/docs/h` },
+    });
+  });
+
   it('body: two keys, an absolute value inside the root, a key/index selector', async () => {
     const move = await supertest(app)
       .post('/move')
@@ -124,6 +135,18 @@ describe('each deny reason: 403, the core body, and the handler is not called', 
       () => supertest(app).get('/q?path=../../etc/passwd'),
       'path-not-in-allowlist',
       'query.path',
+    ],
+    [
+      'a header on a route that reads the query too',
+      () => supertest(app).get('/qh?path=docs/q').set('x-file', '../../etc/passwd'),
+      'path-not-in-allowlist',
+      'headers.x-file',
+    ],
+    [
+      'a query on a route that takes a file: the bad value, not the missing file',
+      () => supertest(app).post('/qf?to=../../app.js').send({}),
+      'path-not-in-allowlist',
+      'query.to',
     ],
     [
       'params traversal',
@@ -349,6 +372,11 @@ describe('a route reads only the request parts its specs name', () => {
     app.get('/p/:name', gate.read({ params: 'name', under: 'docs' }), handler);
     app.get('/q', gate.read({ query: 'path' }, { query: 'other', optional: true }), handler);
     app.post('/b', gate.write({ body: 'to' }), handler);
+    app.post(
+      '/qb',
+      gate.write({ query: 'path' }, { query: 'other', optional: true }, { body: 'to' }),
+      handler,
+    );
     app.get(
       '/two/:top/*rest',
       gate.read({ params: 'top', under: 'docs' }, { params: 'rest', under: 'docs' }),
@@ -358,7 +386,7 @@ describe('a route reads only the request parts its specs name', () => {
     return { app, counter };
   }
 
-  it('req.query is never read without a query spec, and once with two', async () => {
+  it('req.query is never read without a query spec, and once with two, beside a body spec too', async () => {
     const { app, counter } = countingApp();
     await supertest(app).get('/p/a.txt?path=../../x').expect(200);
     await supertest(app).post('/b?path=../../x').send({ to: 'uploads/a' }).expect(200);
@@ -366,6 +394,13 @@ describe('a route reads only the request parts its specs name', () => {
     const res = await supertest(app).get('/q?path=docs/a&other=docs/b').expect(200);
     expect(res.body.pathgate.query).toEqual({ path: `${ROOT}/docs/a`, other: `${ROOT}/docs/b` });
     expect(counter.query).toBe(1);
+    // With a body spec beside them: still once.
+    const mixed = await supertest(app)
+      .post('/qb?path=uploads/a&other=uploads/b')
+      .send({ to: 'uploads/c' })
+      .expect(200);
+    expect(mixed.body.pathgate.body).toEqual({ to: `${ROOT}/uploads/c` });
+    expect(counter.query).toBe(2);
   });
 
   it('a named wildcard and a named param on one route: the wildcard joined, req.params untouched', async () => {
