@@ -201,9 +201,44 @@ describe('onDeny', () => {
     expect(errors).toEqual([new Error('audit sink down')]);
     expect(calls()).toBe(0);
   });
+
+  it('a throwing onDeny: an error handler that answers later is still the only answer', async () => {
+    const { app, calls } = buildApp({
+      onDeny: () => {
+        throw new Error('audit sink down');
+      },
+    });
+    app.use(((_error, _req, res, _next) => {
+      // An error handler that awaits something (a log sink) before it answers.
+      setTimeout(() => res.status(500).json({ error: 'handled later' }), 20);
+    }) as express.ErrorRequestHandler);
+    const res = await supertest(app).get('/q?path=../x').expect(500);
+    expect(res.body).toEqual({ error: 'handled later' });
+    expect(calls()).toBe(0);
+  });
 });
 
 describe('log', () => {
+  it('defaults to console.warn, with the message after "pathgate: " and the entry', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const { app } = buildApp({ reportOnly: true, log: undefined });
+      await supertest(app).get('/q?path=../x').expect(200);
+      expect(warn.mock.calls).toEqual([
+        [
+          'pathgate: would deny query.path (path-not-in-allowlist)',
+          expect.objectContaining({
+            event: 'report-only',
+            label: 'query.path',
+            url: '/q?path=../x',
+          }),
+        ],
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it('a throwing log neither crashes nor changes the answer: its error goes to stderr', async () => {
     const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
