@@ -144,6 +144,32 @@ describe('req.pathgate', () => {
     expect(body.pathgate).toEqual({ mode: 'write' });
   });
 
+  it('res.locals replaced after the gate: a copy keeps the paths, a new object drops them', async () => {
+    const app = express();
+    app.get(
+      '/copy/*path',
+      read,
+      (_req, res, next) => {
+        res.locals = { ...res.locals, user: 'x' };
+        next();
+      },
+      sendInfo,
+    );
+    app.get(
+      '/fresh/*path',
+      read,
+      (_req, res, next) => {
+        res.locals = {};
+        next();
+      },
+      sendInfo,
+    );
+    const copied = await supertest(app).get('/copy/docs/a.txt').expect(200);
+    expect(copied.body.pathgate.params).toEqual({ path: `${ROOT}/docs/a.txt` });
+    const fresh = await supertest(app).get('/fresh/docs/a.txt').expect(200);
+    expect(fresh.body).toEqual({ pathgate: null });
+  });
+
   it('an assignment is an ordinary property: listed, and deleting it brings the checked paths back', async () => {
     const app = express();
     app.get('/files/*path', read, (req, res) => {
