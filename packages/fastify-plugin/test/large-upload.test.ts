@@ -28,7 +28,11 @@ interface ClientResult {
   ms: number;
 }
 
-function upload(kind: 'fetch' | 'stream', url: string, filename: string): Promise<ClientResult> {
+function upload(
+  kind: 'fetch' | 'stream' | 'chunked',
+  url: string,
+  filename: string,
+): Promise<ClientResult> {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [CLIENT, kind, url, filename, String(SIZE)], (error, stdout) => {
       if (error) reject(error);
@@ -117,11 +121,20 @@ describe('a denied 50 MB upload', () => {
   const CASES = [
     ['fetch + FormData', 'fetch', '/file', 'virus.exe', 'file *'],
     ['node:http stream', 'stream', '/file', 'virus.exe', 'file *'],
+    ['node:http chunked stream', 'chunked', '/file', 'virus.exe', 'file *'],
     ['attachFieldsToBody, fetch', 'fetch', '/a/attach', 'virus.exe', 'file *'],
     ['attachFieldsToBody, stream', 'stream', '/a/attach', 'virus.exe', 'file *'],
+    ['attachFieldsToBody, chunked', 'chunked', '/a/attach', 'virus.exe', 'file *'],
     [
       'a denied param on an attach route',
       'stream',
+      '/a/into/..%2F..%2Fetc',
+      'ok.bin',
+      'params.folder',
+    ],
+    [
+      'a denied param on an attach route, chunked',
+      'chunked',
       '/a/into/..%2F..%2Fetc',
       'ok.bin',
       'params.folder',
