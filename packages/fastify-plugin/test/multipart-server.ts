@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { copyFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import multipart, { type MultipartFile } from '@fastify/multipart';
+import multipart, { type MultipartFields, type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import pathgate from '../src/index.js';
 import { listen, newApp, sandbox } from './helpers.js';
@@ -202,6 +202,7 @@ function streamRoutes(
   });
   scope.post('/avatar', avatar(false), filesHandler);
   scope.post('/avatar-optional', avatar(true), filesHandler);
+  scope.post('/save-optional', avatar(true), counted(saveHandler(spool)));
   scope.post(
     '/compare',
     { config: { pathgate: { mode: 'read', paths: [{ file: true, under: 'public' }] } } },
@@ -209,6 +210,23 @@ function streamRoutes(
       const part = await request.file();
       await part?.toBuffer();
       return { files: request.pathgate?.files };
+    }),
+  );
+  scope.post(
+    '/parts-catch',
+    config,
+    counted(async (request) => {
+      // Reads what it can, catches the deny, and answers what multipart's shared fields hold.
+      let fields: MultipartFields = {};
+      try {
+        for await (const part of request.parts()) {
+          fields = part.fields;
+          if (part.type === 'file') await part.toBuffer();
+        }
+      } catch (error) {
+        return { reason: (error as { reason?: string }).reason, fields: summary(fields) };
+      }
+      return { fields: summary(fields) };
     }),
   );
   scope.post(
@@ -226,6 +244,13 @@ function streamRoutes(
       return { errors };
     }),
   );
+}
+
+/** Each field's values, files by filename: `{ note: ['hi'], upload: ['a.png'] }`. */
+function summary(fields: MultipartFields): Record<string, unknown[]> {
+  const values = (entry: MultipartFields[string]) =>
+    [entry].flat().map((p) => (p?.type === 'file' ? p.filename : p?.value));
+  return Object.fromEntries(Object.entries(fields).map(([name, entry]) => [name, values(entry)]));
 }
 
 function attachRoutes(

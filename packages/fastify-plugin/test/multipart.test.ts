@@ -148,6 +148,35 @@ describe('an allowed and a denied file in one request', () => {
   });
 });
 
+describe("a denied part leaves multipart's shared fields", () => {
+  it.each([
+    [
+      'after a field',
+      [
+        ['note', 'hi'],
+        ['upload', 'bad', 'virus.exe'],
+      ],
+      { note: ['hi'] },
+    ],
+    [
+      'after an allowed file in the same field',
+      [
+        ['upload', 'ok', 'ok.png'],
+        ['upload', 'bad', 'virus.exe'],
+      ],
+      { upload: ['ok.png'] },
+    ],
+  ] as const)(
+    '%s: a handler that catches the deny no longer finds it',
+    async (_name, entries, fields) => {
+      const s = await serveMultipart();
+      const res = await send(s.url('/parts-catch'), entries);
+      expect(res.json).toEqual({ reason: 'path-not-in-allowlist', fields });
+      expect(filesIn(s.root)).toEqual([]);
+    },
+  );
+});
+
 describe('which fields, and required files', () => {
   it('a file in an undeclared field → unexpected-file', async () => {
     const s = await serveMultipart();
@@ -174,10 +203,12 @@ describe('which fields, and required files', () => {
     },
   );
 
-  it('an optional file may be absent', async () => {
+  it('an optional file may be absent, with files() or saveRequestFiles()', async () => {
     const s = await serveMultipart();
     const res = await send(s.url('/avatar-optional'), [['note', 'x']]);
     expect(res).toMatchObject({ status: 200, json: { stored: [], files: [] } });
+    const saved = await send(s.url('/save-optional'), [['note', 'x']]);
+    expect(saved).toMatchObject({ status: 200, json: { stored: [] } });
   });
 
   it.each(['/a/attach', '/files'])(
@@ -353,15 +384,17 @@ describe('a body holding file parts', () => {
     const s = await serveWithHook(async (request) => {
       const upload = await request.file();
       await upload?.toBuffer();
-      request.body = { upload };
+      // Next to values a hook may well leave empty.
+      request.body = { upload, caption: undefined, alt: null, tags: ['a', 'b'] };
     });
     const res = await postMultipart(s.port, '/up', [file('ok.png')]);
     expect(res.json).toEqual({ path: `${s.root}/uploads/ok.png` });
   });
 
-  it('a file part the guard never saw fails closed (unexpected-file)', async () => {
+  it('a file part the guard never saw fails closed (unexpected-file), among other values too', async () => {
     const s = await serveWithHook(async (request) => {
-      request.body = { upload: { type: 'file', filename: 'ok.png', file: Readable.from('x') } };
+      const upload = { type: 'file', filename: 'ok.png', file: Readable.from('x') };
+      request.body = { note: 'hello', upload };
     });
     const res = await postMultipart(s.port, '/up', [file('ok.png')]);
     expect(res.json).toEqual(denied('file', 'unexpected-file'));
