@@ -1,11 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import { Readable } from 'node:stream';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { type Answer, readAnswer } from '../../../test/answer.js';
 import pathgate, { type PathgateDenied } from '../src/index.js';
 import {
+  BOUNDARY,
   denied,
   filesIn,
   listen,
@@ -37,6 +40,36 @@ async function send(url: string, entries: readonly Entry[]) {
   }
   const res = await fetch(url, { method: 'POST', body: form });
   return { status: res.status, connection: res.headers.get('connection'), json: await res.json() };
+}
+
+/**
+ * A chunked upload whose body stops mid-file: the part header and a few
+ * bytes, then, once the server has handed the part out, the end of the
+ * request without the closing boundary.
+ */
+function sendCut(port: number, path: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path,
+        agent: false,
+        headers: {
+          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+          'transfer-encoding': 'chunked',
+        },
+      },
+      (res) => readAnswer(res).then(resolve, reject),
+    );
+    req.on('error', reject);
+    req.write(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="upload"; filename="cut.png"\r\n` +
+        'Content-Type: application/octet-stream\r\n\r\nabc',
+    );
+    setTimeout(() => req.end(), 100);
+  });
 }
 
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -354,6 +387,70 @@ describe('errors', () => {
       expect(filesIn(s.root)).toEqual([]);
     },
   );
+
+  it.each(ROUTES)('%s: a multipart body without a boundary is a 400', async (route) => {
+    const s = await serveMultipart();
+    const res = await request(s.port, {
+      method: 'POST',
+      path: route,
+      headers: { 'content-type': 'multipart/form-data' },
+      body: 'x',
+    });
+    expect(res.status).toBe(400);
+    expect(s.calls()).toBe(isStream(route) ? 1 : 0);
+  });
+
+  it.each(ROUTES)(
+    '%s: a body cut mid-file, after the part was handed out, is a 400',
+    async (route) => {
+      const s = await serveMultipart();
+      const res = await sendCut(s.port, route);
+      expect(res.status).toBe(400);
+      expect(filesIn(s.root)).toEqual([]);
+      expect(filesIn(s.spool)).toEqual([]);
+    },
+  );
+
+  it("the server's own failure to store an allowed part stays a 500", async () => {
+    const s = await serveMultipart();
+    // Allowed, but the handler writes into a directory that does not exist:
+    // pipeline() fails the part's stream with ENOENT while the part still arrives.
+    const big = Buffer.alloc(4 * 1024 * 1024);
+    const res = await postMultipart(s.port, '/preserve', [file('nodir/x.png', big)]);
+    expect(res.status).toBe(500);
+    expect(s.calls()).toBe(1);
+    expect(filesIn(s.root)).toEqual([]);
+  });
+
+  const shape = (error: PathgateDenied) => ({
+    statusCode: error.statusCode,
+    code: error.code,
+    error: 'Forbidden',
+    message: error.message,
+  });
+  const OWN: readonly (readonly [string, (error: PathgateDenied) => string | Buffer | object])[] = [
+    ['plain text', () => 'upload refused'],
+    ['a Buffer', () => Buffer.from('<p>upload refused</p>')],
+    ["Fastify's shape plus a request id", (e) => ({ ...shape(e), requestId: 'r-1' })],
+    ['its own message', (e) => ({ ...shape(e), message: 'Upload refused' })],
+    ['its own error', (e) => ({ ...shape(e), error: 'Access Denied' })],
+    ['its own code', (e) => ({ ...shape(e), code: 'UPLOAD_REFUSED' })],
+  ];
+
+  it.each(OWN)('a custom error handler that sends %s: its 403 body is kept', async (_name, own) => {
+    let sent = '';
+    const s = await serveMultipart({
+      errorHandler: (error, _request, reply) => {
+        const body = own(error as PathgateDenied);
+        sent =
+          typeof body === 'string' || Buffer.isBuffer(body) ? String(body) : JSON.stringify(body);
+        reply.code(403).send(body);
+      },
+    });
+    const res = await postMultipart(s.port, '/files', [file('virus.exe')]);
+    expect(res.status).toBe(403);
+    expect(res.text).toBe(sent);
+  });
 
   it('a refused request stays refused, and a reply before the body is read closes', async () => {
     const s = await serveMultipart();
