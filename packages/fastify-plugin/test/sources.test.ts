@@ -283,9 +283,10 @@ describe('body', () => {
     });
   });
 
-  it('optional: absent passes; present is checked under uploads', async () => {
+  it('optional: absent passes, with no body at all too; present is checked under uploads', async () => {
     const s = await serve(routes);
     expect((await s.send('POST', '/opt', {})).json).toEqual(info('write', {}));
+    expect((await s.send('POST', '/opt')).json).toEqual(info('write', {}));
     expect((await s.send('POST', '/opt', { to: '/r/q3.csv' })).json).toEqual(
       info('write', { body: { to: `${s.root}/uploads/r/q3.csv` } }),
     );
