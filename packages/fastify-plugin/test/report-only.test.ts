@@ -58,6 +58,14 @@ async function serve() {
       }
       return seen;
     });
+    const note = {
+      mode: 'write',
+      paths: [{ params: 'dir' }, { body: 'note', optional: true }],
+    } as const;
+    scope.post('/note/:dir', { config: { pathgate: note } }, async () => {
+      calls++;
+      return 'ran';
+    });
   });
   await app.register(
     async (scope) => {
@@ -143,6 +151,30 @@ describe('report-only', () => {
       { filename: 'ok.png', path: `${s.root}/uploads/ok.png` },
     ]);
     expect(s.reports().map((l) => l.pathgate?.reason)).toEqual(['path-not-in-allowlist']);
+  });
+
+  it('a body spec that streaming multipart leaves unread is reported, optional or not, beside other denies', async () => {
+    const s = await serve();
+    const note = { disposition: 'name="note"', data: 'uploads/a.png' };
+    expect((await postMultipart(s.port, '/note/uploads%2Fa.png', [note])).text).toBe('ran');
+    expect((await postMultipart(s.port, '/note/..%2Fx', [note])).text).toBe('ran');
+    expect(s.calls()).toBe(2);
+    expect(s.reports().map((l) => [l.pathgate?.label, l.pathgate?.reason])).toEqual([
+      ['body.note', 'missing-path'],
+      ['params.dir', 'path-not-in-allowlist'],
+      ['body.note', 'missing-path'],
+    ]);
+  });
+
+  it('a route with a file spec: a missing file and a denied param are both reported, the handler runs', async () => {
+    const s = await serve();
+    const res = await postJson(s.port, '/a/into/..%2Fx', {});
+    expect(res.json).toEqual({ path: null, files: 0 });
+    expect(s.reports().map((l) => [l.pathgate?.label, l.pathgate?.reason])).toEqual([
+      ['file *', 'missing-path'],
+      ['params.dir', 'path-not-in-allowlist'],
+    ]);
+    expect(s.calls()).toBe(1);
   });
 
   it('attachFieldsToBody: a would-be denied param is reported once, the handler runs', async () => {
