@@ -1,7 +1,17 @@
+import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
-import { denied, listen, newApp, postMultipart, request, sandbox } from './helpers.js';
+import {
+  denied,
+  filesIn,
+  listen,
+  newApp,
+  postJson,
+  postMultipart,
+  request,
+  sandbox,
+} from './helpers.js';
 
 // Per-route declarations: compiled at startup (a bad one stops the app with a
 // message naming the route and the selector), and enforced whatever the
@@ -13,6 +23,16 @@ import { denied, listen, newApp, postMultipart, request, sandbox } from './helpe
 const RULES = ['./public/**', 'rw:./uploads/**'];
 const READ_STAR: RouteGuardOptions = { mode: 'read', paths: [{ params: '*' }] };
 const READ_QUERY: RouteGuardOptions = { mode: 'read', paths: [{ query: 'p' }] };
+const UPLOAD_INTO: RouteGuardOptions = {
+  mode: 'write',
+  paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
+};
+
+/** One multipart file part, `x`, in the field `f`. */
+const filePart = (filename: string) => ({
+  disposition: `name="f"; filename="${filename}"`,
+  data: 'x',
+});
 
 async function withPlugin(app: FastifyInstance, root = sandbox()): Promise<string> {
   await app.register(pathgate, { root, fs: RULES });
@@ -65,6 +85,7 @@ describe('a bad declaration stops startup, naming the route and the selector', (
       'unknown key "modes" (use mode and paths)',
     ],
     ['null', null, 'the declaration must be an object'],
+    ['a string', 'read', 'the declaration must be an object'],
   ];
 
   it.each(ROWS)('%s: at the declaration, after the plugin', async (_name, declaration, message) => {
@@ -128,7 +149,7 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     return port;
   }
 
-  it('a route declared at the root before the plugin was registered', async () => {
+  it('a route declared at the root before the plugin was registered, with others after it', async () => {
     const app = newApp();
     let calls = 0;
     app.get('/early/*', { config: { pathgate: READ_STAR } }, async (req) => {
@@ -136,8 +157,58 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
       return req.pathgate?.params;
     });
     const root = await withPlugin(app);
+    app.get('/late/*', { config: { pathgate: READ_STAR } }, async () => 'late');
     await probe(app, root, '/early', () => calls);
   });
+
+  it('a route with a file spec declared before the plugin: its params early, then each filename', async () => {
+    const app = newApp();
+    await app.register(multipart);
+    let calls = 0;
+    app.post('/up/:dir', { config: { pathgate: UPLOAD_INTO } }, async (req) => {
+      calls++;
+      const stored: unknown[] = [];
+      for await (const part of req.files()) {
+        await part.toBuffer();
+        stored.push(part.pathgatePath);
+      }
+      return { stored, files: req.pathgate?.files.length };
+    });
+    const root = await withPlugin(app);
+    const port = await listen(app);
+    const bad = await postMultipart(port, '/up/..%2F..', [filePart('a.txt')]);
+    expect(bad.json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
+    expect(calls).toBe(0);
+    const dotfile = await postMultipart(port, '/up/uploads%2Fsub', [filePart('.htaccess')]);
+    expect(dotfile.json).toEqual(denied('file *', 'path-not-in-allowlist'));
+    expect(filesIn(root)).toEqual([]);
+    const ok = await postMultipart(port, '/up/uploads%2Fsub', [filePart('a.txt')]);
+    expect(ok.json).toEqual({ stored: [`${root}/uploads/a.txt`], files: 1 });
+  });
+
+  it.each([
+    ['before', true],
+    ['after', false],
+  ])(
+    'a declaration is read once: changing it later changes nothing (declared %s the plugin)',
+    async (_when, before) => {
+      const app = newApp();
+      const declaration: { mode: 'read' | 'write'; paths: { query: string }[] } = {
+        mode: 'read',
+        paths: [{ query: 'p' }],
+      };
+      const declare = () =>
+        app.get('/r', { config: { pathgate: declaration } }, async (req) => req.pathgate?.query);
+      if (before) declare();
+      const root = await withPlugin(app);
+      if (!before) declare();
+      const port = await listen(app);
+      const allowed = { p: `${root}/public/a` };
+      expect((await request(port, { path: '/r?p=public%2Fa' })).json).toEqual(allowed);
+      declaration.mode = 'write';
+      expect((await request(port, { path: '/r?p=public%2Fa' })).json).toEqual(allowed);
+    },
+  );
 
   it('a child context registered before the plugin', async () => {
     const app = newApp();
@@ -332,11 +403,11 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
       },
     });
     app.get('/late/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate?.params);
-    const upload: RouteGuardOptions = {
-      mode: 'write',
-      paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
-    };
-    app.post('/up/:dir', { config: { pathgate: upload } }, async (req) => req.pathgate?.params);
+    app.post(
+      '/up/:dir',
+      { config: { pathgate: UPLOAD_INTO } },
+      async (req) => req.pathgate?.params,
+    );
     app.register(async (child) => {
       child.get(
         '/child/*',
@@ -351,9 +422,7 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
         '*': `${root}/public/b`,
       });
     }
-    const up = await postMultipart(port, '/up/..%2F..', [
-      { disposition: 'name="f"; filename="a.txt"', data: 'x' },
-    ]);
+    const up = await postMultipart(port, '/up/..%2F..', [filePart('a.txt')]);
     expect(up.json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
     expect(denials).toEqual(['params.*', 'params.*', 'params.dir']);
   });
@@ -398,24 +467,31 @@ describe('hook order', () => {
     expect(seen).toEqual([{ '*': `${root}/public/a` }]);
   });
 
-  it('on a route without a preHandler of its own, app and plugin hooks run first, the handler after the check', async () => {
-    const app = newApp();
-    const root = await withPlugin(app);
-    const order: string[] = [];
-    app.addHook('preHandler', async (req) => {
-      order.push(`app hook: ${req.pathgate === null ? 'unchecked' : 'checked'}`);
-    });
-    app.get('/files/*', { config: { pathgate: READ_STAR } }, async (req) => {
-      order.push('handler');
-      return req.pathgate?.params;
-    });
-    const port = await listen(app);
-    expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
-    expect(order).toEqual(['app hook: unchecked']);
-    const ok = await request(port, { path: '/files/public/a' });
-    expect(ok.json).toEqual({ '*': `${root}/public/a` });
-    expect(order).toEqual(['app hook: unchecked', 'app hook: unchecked', 'handler']);
-  });
+  it.each([
+    ['alone', false],
+    ['with the app-wide hooks installed too', true],
+  ])(
+    'on a route without a preHandler of its own, app and plugin hooks run first, the handler after the check (%s)',
+    async (_name, appWide) => {
+      const app = newApp();
+      if (appWide) app.get('/early', async () => 'early');
+      const root = await withPlugin(app);
+      const order: string[] = [];
+      app.addHook('preHandler', async (req) => {
+        order.push(`app hook: ${req.pathgate === null ? 'unchecked' : 'checked'}`);
+      });
+      app.get('/files/*', { config: { pathgate: READ_STAR } }, async (req) => {
+        order.push('handler');
+        return req.pathgate?.params;
+      });
+      const port = await listen(app);
+      expect((await request(port, { path: '/files/..%2Fx' })).status).toBe(403);
+      expect(order).toEqual(['app hook: unchecked']);
+      const ok = await request(port, { path: '/files/public/a' });
+      expect(ok.json).toEqual({ '*': `${root}/public/a` });
+      expect(order).toEqual(['app hook: unchecked', 'app hook: unchecked', 'handler']);
+    },
+  );
 
   it("the guarded handler keeps the handler's this and its return value, sync or async", async () => {
     const app = newApp();
@@ -476,6 +552,43 @@ describe('hook order', () => {
     const preHandler = copied() as never;
     app.get('/b', { config: { pathgate: READ_QUERY }, preHandler }, async (req) => req.pathgate);
     await expectOwnQueryGuard(await listen(app), root);
+  });
+
+  it('an async onSend hook holds the 403 back: nothing after the deny runs, onDeny is called once', async () => {
+    const app = newApp();
+    await app.register(multipart);
+    let calls = 0;
+    const handler = async () => {
+      calls++;
+      return 'ran';
+    };
+    app.get('/early/*', { config: { pathgate: READ_STAR } }, handler);
+    const denials: string[] = [];
+    await app.register(pathgate, {
+      root: sandbox(),
+      fs: RULES,
+      onDeny: (denial) => {
+        denials.push(denial.label);
+      },
+    });
+    app.addHook('onSend', async (_request, _reply, payload) => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return payload;
+    });
+    app.post('/up/:dir', { config: { pathgate: UPLOAD_INTO } }, handler);
+    const port = await listen(app);
+    const answers = [
+      await request(port, { path: '/early/..%2Fx' }),
+      await postMultipart(port, '/up/..%2Fx', [filePart('a.txt')]),
+      await postJson(port, '/up/uploads%2Fsub', {}),
+    ];
+    expect(answers.map((res) => res.json)).toEqual([
+      denied('params.*', 'path-not-in-allowlist'),
+      denied('params.dir', 'path-not-in-allowlist'),
+      denied('file *', 'missing-path'),
+    ]);
+    expect(calls).toBe(0);
+    expect(denials).toEqual(['params.*', 'params.dir', 'file *']);
   });
 
   it("a prefixed plugin's '/' route is guarded at both of its URLs", async () => {
