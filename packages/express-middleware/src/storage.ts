@@ -96,10 +96,11 @@ async function openTarget(target: string, overwrite: boolean): Promise<FileHandl
     O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (overwrite ? 0 : O_EXCL),
     0o666,
   );
+  if (!overwrite) return handle; // O_EXCL: a file of our own, just created
   try {
     const stat = await handle.stat();
     if (!stat.isFile() || stat.nlink !== 1) throw notAFile();
-    if (overwrite) await handle.truncate(0);
+    await handle.truncate(0);
     return handle;
   } catch (error) {
     await handle.close();
