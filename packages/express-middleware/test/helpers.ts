@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ErrorRequestHandler, Express } from 'express';
+import express, { type ErrorRequestHandler, type Express } from 'express';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
@@ -55,6 +55,25 @@ export async function withServed<T>(app: Express, run: (served: Served) => Promi
     return await run(served);
   } finally {
     await served.close();
+  }
+}
+
+/**
+ * A fresh root, an app `build` wires on it (with `countingErrorHandler`
+ * last), served for `run`; the server closed and the root removed after.
+ */
+export async function onApp<T>(
+  build: (root: string, app: Express) => void,
+  run: (port: number, root: string) => Promise<T>,
+): Promise<T> {
+  const dir = tempRoot();
+  try {
+    const app = express();
+    build(dir.root, app);
+    app.use(countingErrorHandler().handler);
+    return await withServed(app, (s) => run(s.port, dir.root));
+  } finally {
+    dir.remove();
   }
 }
 

@@ -1,20 +1,10 @@
 import { Readable } from 'node:stream';
 import { denyBody } from '@pathgate/core';
-import express from 'express';
+import type express from 'express';
 import type { StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
 import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
-import {
-  countingErrorHandler,
-  fieldPart,
-  filePart,
-  filesUnder,
-  type RawPart,
-  sleep,
-  tempRoot,
-  upload,
-  withServed,
-} from './helpers.js';
+import { fieldPart, filePart, filesUnder, onApp, type RawPart, sleep, upload } from './helpers.js';
 
 // One multipart body, part by part: a part without a filename (seen on
 // busboy itself), a report-only deny that lets a part through or an onDeny
@@ -29,22 +19,6 @@ const nameless = (field: string): RawPart => ({
 const answer: express.RequestHandler = (req, res) => {
   res.json({ files: ((req.files ?? []) as Express.Multer.File[]).map((f) => f.originalname) });
 };
-
-/** A fresh root, an app built on it, served for `run`; everything removed after. */
-async function onApp(
-  build: (root: string, app: express.Express) => void,
-  run: (port: number, root: string) => Promise<void>,
-): Promise<void> {
-  const dir = tempRoot();
-  try {
-    const app = express();
-    build(dir.root, app);
-    app.use(countingErrorHandler().handler);
-    await withServed(app, (s) => run(s.port, dir.root));
-  } finally {
-    dir.remove();
-  }
-}
 
 /** A gate on `root` allowing writes below uploads/. */
 const gateOn = (root: string, options: Partial<PathgateOptions> = {}) =>

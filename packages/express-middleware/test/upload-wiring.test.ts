@@ -1,20 +1,18 @@
 import { join } from 'node:path';
 import { denyBody } from '@pathgate/core';
-import express from 'express';
+import type express from 'express';
 import multer from 'multer';
 import { describe, expect, it } from 'vitest';
 import { type Pathgate, pathgate } from '../src/index.js';
 import {
-  countingErrorHandler,
   fieldPart,
   filePart,
   filesUnder,
   MULTIPART,
   multipart,
+  onApp,
   request,
-  tempRoot,
   upload,
-  withServed,
 } from './helpers.js';
 
 // Where a gate and a gate.multer() middleware may sit: only a gate.multer()
@@ -28,21 +26,15 @@ async function wired(
   wire: (app: express.Express, gate: Pathgate, answer: express.RequestHandler) => void,
   run: (port: number, root: string, reached: () => number) => Promise<void>,
 ): Promise<void> {
-  const dir = tempRoot();
   let reached = 0;
   const answer: express.RequestHandler = (req, res) => {
     reached += 1;
     res.json({ file: req.file?.path ?? null, pathgate: req.pathgate ?? null });
   };
-  try {
-    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
-    const app = express();
-    wire(app, gate, answer);
-    app.use(countingErrorHandler().handler);
-    await withServed(app, (s) => run(s.port, dir.root, () => reached));
-  } finally {
-    dir.remove();
-  }
+  await onApp(
+    (root, app) => wire(app, pathgate({ root, fs: ['rw:uploads/**'], log: () => {} }), answer),
+    (port, root) => run(port, root, () => reached),
+  );
 }
 
 const plain = () => multer({ storage: multer.memoryStorage() }).any();
