@@ -43,6 +43,10 @@ export const STORAGE_CODES = Object.freeze({
   NOT_A_FILE: 'PATHGATE_NOT_A_FILE',
   /** A name is longer than the file system allows. */
   NAME_TOO_LONG: 'PATHGATE_NAME_TOO_LONG',
+  /** The file grew past what the file system or the process may write (`EFBIG`). */
+  FILE_TOO_LARGE: 'PATHGATE_FILE_TOO_LARGE',
+  /** The disk or the quota is full (`ENOSPC`, `EDQUOT`). */
+  NO_SPACE: 'PATHGATE_NO_SPACE',
 } as const);
 
 export type StorageCode = (typeof STORAGE_CODES)[keyof typeof STORAGE_CODES];
@@ -53,12 +57,15 @@ const STORAGE_STATUS: Record<StorageCode, number> = {
   PATHGATE_SYMLINK: 403,
   PATHGATE_NOT_A_FILE: 403,
   PATHGATE_NAME_TOO_LONG: 400,
+  PATHGATE_FILE_TOO_LARGE: 413,
+  PATHGATE_NO_SPACE: 507,
 };
 
 /**
- * Why the safe disk storage refused an allowed file. It reaches the app's
- * error handler through multer, with an http-errors shape (4xx, exposed),
- * so bad input never becomes a 500. The message names no path.
+ * Why the safe disk storage refused or could not finish an allowed file. It
+ * reaches the app's error handler through multer, with an http-errors shape
+ * (exposed: the message names no path), so bad input never becomes a 500
+ * and a full disk is a 507, not an unexplained 500.
  */
 export class PathgateStorageError extends Error {
   readonly status: number;

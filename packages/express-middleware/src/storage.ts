@@ -1,10 +1,10 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
-import { PathgateStorageError, STORAGE_CODES } from './errors.js';
+import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.js';
 
 export interface DiskStorageOptions {
   /** Replace an existing file (still never through a symlink). Default `false`: an existing target is a 409. */
@@ -14,28 +14,38 @@ export interface DiskStorageOptions {
 type File = Express.Multer.File;
 const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
 
-const notAFile = () =>
-  new PathgateStorageError(STORAGE_CODES.NOT_A_FILE, 'target is not a regular file of its own');
+type Refusal = readonly [StorageCode, string];
 
-/** The few OS errors that a client's name can cause: 4xx, never a 500. */
-function clientError(error: unknown): unknown {
+const NOT_A_FILE: Refusal = [STORAGE_CODES.NOT_A_FILE, 'target is not a regular file of its own'];
+const EXISTS: Refusal = [STORAGE_CODES.EXISTS, 'the target exists'];
+const NOT_A_DIRECTORY: Refusal = [
+  STORAGE_CODES.NOT_A_DIRECTORY,
+  'path component is not a directory',
+];
+const NAME_TOO_LONG: Refusal = [STORAGE_CODES.NAME_TOO_LONG, 'file name too long'];
+const NO_SPACE: Refusal = [STORAGE_CODES.NO_SPACE, 'no space left to store the file'];
+
+/** The OS errors a client's name or size can cause, or a full disk: each its own status, never a 500. */
+const OS_ERRORS: Readonly<Record<string, Refusal>> = {
+  EEXIST: EXISTS,
+  EISDIR: EXISTS,
+  ELOOP: [STORAGE_CODES.SYMLINK, 'target is a symlink'],
+  ENXIO: NOT_A_FILE, // a FIFO with no reader, or a socket
+  ENOTDIR: NOT_A_DIRECTORY,
+  ENAMETOOLONG: NAME_TOO_LONG,
+  EFBIG: [STORAGE_CODES.FILE_TOO_LARGE, 'file too large to store'],
+  ENOSPC: NO_SPACE,
+  EDQUOT: NO_SPACE,
+};
+
+const refuse = ([code, message]: Refusal) => new PathgateStorageError(code, message);
+
+/** An OS error as the storage's refusal, when it is one of `OS_ERRORS`; any other error as it is. */
+function storageError(error: unknown): unknown {
   const code = (error as NodeJS.ErrnoException | null)?.code;
-  if (code === 'EEXIST' || code === 'EISDIR') {
-    return new PathgateStorageError(STORAGE_CODES.EXISTS, 'the target exists');
-  }
-  if (code === 'ELOOP')
-    return new PathgateStorageError(STORAGE_CODES.SYMLINK, 'target is a symlink');
-  if (code === 'ENXIO') return notAFile(); // a FIFO with no reader, or a socket
-  if (code === 'ENOTDIR') {
-    return new PathgateStorageError(
-      STORAGE_CODES.NOT_A_DIRECTORY,
-      'path component is not a directory',
-    );
-  }
-  if (code === 'ENAMETOOLONG') {
-    return new PathgateStorageError(STORAGE_CODES.NAME_TOO_LONG, 'file name too long');
-  }
-  return error;
+  return typeof code === 'string' && Object.hasOwn(OS_ERRORS, code)
+    ? refuse(OS_ERRORS[code] as Refusal)
+    : error;
 }
 
 /** The longest file name of the usual Linux file systems (ext4, xfs, btrfs, tmpfs), in bytes. */
@@ -62,7 +72,7 @@ async function ensureParent(root: string, target: string): Promise<void> {
     Buffer.byteLength(target) >= PATH_MAX ||
     target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX);
   if (tooLong) {
-    throw new PathgateStorageError(STORAGE_CODES.NAME_TOO_LONG, 'file name too long');
+    throw refuse(NAME_TOO_LONG);
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
   let current = root === '/' ? '' : root;
@@ -74,10 +84,7 @@ async function ensureParent(root: string, target: string): Promise<void> {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     if (!(await lstat(current)).isDirectory()) {
-      throw new PathgateStorageError(
-        STORAGE_CODES.NOT_A_DIRECTORY,
-        'path component is not a directory',
-      );
+      throw refuse(NOT_A_DIRECTORY);
     }
   }
 }
@@ -99,7 +106,7 @@ async function openTarget(target: string, overwrite: boolean): Promise<FileHandl
   if (!overwrite) return handle; // O_EXCL: a file of our own, just created
   try {
     const stat = await handle.stat();
-    if (!stat.isFile() || stat.nlink !== 1) throw notAFile();
+    if (!stat.isFile() || stat.nlink !== 1) throw refuse(NOT_A_FILE);
     await handle.truncate(0);
     return handle;
   } catch (error) {
@@ -108,14 +115,21 @@ async function openTarget(target: string, overwrite: boolean): Promise<FileHandl
   }
 }
 
-/** Writes the stream to `target` (see `openTarget`). */
+/**
+ * Writes the stream to `target` (see `openTarget`). Piped, not `pipeline`d:
+ * a write error must not destroy the part's stream, or multer would abort
+ * with that raw error (a 500) before the storage's refusal reached it.
+ */
 async function writeFile(file: File, target: string, overwrite: boolean): Promise<number> {
   const handle = await openTarget(target, overwrite);
   // Set before the first byte: multer's abort removes a half-written file by its path.
   file.path = target;
   const out = handle.createWriteStream();
+  const written = finished(out); // settles once the file is closed, or on either side's error
+  file.stream.once('error', (error) => out.destroy(error));
+  file.stream.pipe(out);
   try {
-    await pipeline(file.stream, out);
+    await written;
   } catch (error) {
     await unlink(target).catch(() => {});
     throw error;
@@ -171,7 +185,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
               path: target,
               size,
             }),
-          (error: unknown) => callback(clientError(error)),
+          (error: unknown) => callback(storageError(error)),
         );
     },
     _removeFile(_req: Request, file: File, callback) {

@@ -83,6 +83,8 @@ describe('types', () => {
       | 'PATHGATE_SYMLINK'
       | 'PATHGATE_NOT_A_FILE'
       | 'PATHGATE_NAME_TOO_LONG'
+      | 'PATHGATE_FILE_TOO_LARGE'
+      | 'PATHGATE_NO_SPACE'
     >();
   });
 });
