@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
@@ -311,15 +312,35 @@ const ROOT_DIR = fileURLToPath(new URL('..', import.meta.url));
 const BANNER =
   /pathgate example \((\w+)\) listening on (http:\/\/127\.0\.0\.1:\d+) — sandbox (\S+)/;
 
-function startChild(name: string): Promise<{ child: ChildProcess; url: string; root: string }> {
+/**
+ * Starts an example server as `npm run example` does. `fileBlocks`: run it
+ * under `ulimit -f` (the kernel then refuses, with EFBIG, any write past that
+ * many blocks of 512 or 1024 bytes, whichever the shell counts in).
+ */
+function startChild(
+  name: string,
+  fileBlocks?: number,
+): Promise<{ child: ChildProcess; url: string; root: string }> {
   const env = { ...process.env };
   delete env.PATHGATE_ROOT;
   delete env.PORT;
-  const child = spawn(
+  const command = [
     process.execPath,
-    ['--import', 'tsx', `examples/${name}-files/server.ts`, '--port', '0'],
-    { cwd: ROOT_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+    '--import',
+    'tsx',
+    `examples/${name}-files/server.ts`,
+    '--port',
+    '0',
+  ];
+  const [file, ...args] =
+    fileBlocks === undefined
+      ? command
+      : ['sh', '-c', `ulimit -f ${fileBlocks} && exec "$@"`, 'sh', ...command];
+  const child = spawn(file as string, args, {
+    cwd: ROOT_DIR,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -365,5 +386,34 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
       expect(await exited).toBe(0);
     }
     expect(existsSync(root)).toBe(false);
+  }, 30_000);
+});
+
+describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit', ({ name }) => {
+  // 2,048 blocks: 1 or 2 MiB, well under the examples' 10 MiB upload limit.
+  const OVER = randomBytes(4 * 1024 * 1024);
+  const UNDER = randomBytes(64 * 1024);
+
+  it('answers an upload the disk refuses with 413, keeps no part of it, and still stores', async () => {
+    const { child, url, root } = await startChild(name, 2048);
+    try {
+      const port = Number(new URL(url).port);
+      const uploads = () => readdirSync(join(root, 'uploads')).sort();
+      const before = uploads();
+      check(
+        await send(port, postFiles('/api/upload', ['file', 'over.bin', OVER])),
+        failed(413, 'Payload Too Large', 'file too large'),
+      );
+      expect(uploads()).toEqual(before);
+      check(await send(port, postFiles('/api/upload', ['file', 'under.bin', UNDER])), {
+        status: 201,
+        json: { uploaded: 'uploads/under.bin', size: UNDER.length },
+      });
+      expect(readFileSync(join(root, 'uploads', 'under.bin')).equals(UNDER)).toBe(true);
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
   }, 30_000);
 });

@@ -24,7 +24,10 @@ export class FileApiError extends Error {
   }
 }
 
-/** Maps fs errors a client's request can cause to clear answers; anything else stays a server error. */
+/**
+ * Maps fs errors a client's request can cause, and a full disk, to clear
+ * answers; anything else stays a server error.
+ */
 function clientError(error: unknown): never {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR')
@@ -32,6 +35,8 @@ function clientError(error: unknown): never {
   if (code === 'EISDIR') throw new FileApiError(400, 'not a file');
   if (code === 'EEXIST' || code === 'ENOTEMPTY') throw new FileApiError(409, 'already exists');
   if (code === 'ENAMETOOLONG') throw new FileApiError(400, 'name too long');
+  if (code === 'EFBIG') throw new FileApiError(413, 'file too large');
+  if (code === 'ENOSPC' || code === 'EDQUOT') throw new FileApiError(507, 'insufficient storage');
   throw error;
 }
 
@@ -128,7 +133,7 @@ export async function saveUpload(file: UploadStream, target: string): Promise<nu
   const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
   try {
     const out = handle.createWriteStream();
-    await pipeline(file, out);
+    await pipeline(file, out).catch(clientError);
     if (file.truncated) throw new FileApiError(413, 'file too large');
     await link(temp, target).catch(clientError);
     return out.bytesWritten;

@@ -24,6 +24,8 @@ const KNOWN_CODES: Readonly<Record<string, readonly [number, string]>> = {
   PATHGATE_EXISTS: [409, 'already exists'], // @pathgate/express's disk storage
   PATHGATE_NOT_A_DIRECTORY: [409, 'a parent is not a folder'],
   PATHGATE_NAME_TOO_LONG: [400, 'name too long'],
+  PATHGATE_FILE_TOO_LARGE: [413, 'file too large'],
+  PATHGATE_NO_SPACE: [507, 'insufficient storage'],
 };
 
 /**
