@@ -106,9 +106,20 @@ function keyValue(from: unknown, key: string, segments: boolean): unknown {
 }
 
 export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
-export type FileResult = { ok: true; file: CheckedFile } | { ok: false; denial: PathDenial };
+/**
+ * A file part's decision: allowed with its checked path; `file: undefined`
+ * for a part an optional spec lets go because it has no name (a browser's
+ * empty file input): nothing is stored for it; or denied.
+ */
+export type FileResult =
+  | { ok: true; file: CheckedFile }
+  | { ok: true; file: undefined }
+  | { ok: false; denial: PathDenial };
 
 type Denied = Extract<GuardResult, { ok: false }>;
+
+/** An optional file's part without a name: let go, with nothing to store. */
+const NAMELESS: FileResult = Object.freeze({ ok: true, file: undefined });
 
 /**
  * `request[source]` as named loads (`default` is `headers`: a fourth case
@@ -300,11 +311,17 @@ export class RouteGuard {
   checkFile(field: string, filename: unknown): FileResult {
     const spec = this.fileSpec(field);
     if (!spec) return deny('unexpected-file', 'file');
-    if (filename === undefined) return deny('missing-path', spec.label);
+    if (filename === undefined || filename === '') {
+      return spec.optional ? NAMELESS : deny('missing-path', spec.label);
+    }
     const path = this.allowedPath(spec, filename);
     if (typeof path !== 'string') return path;
-    // A file needs a name below its directory: `.`, `x/..` or `/` name the directory itself.
-    if (path === (spec.under ?? this.compiled.root.path)) return deny('missing-path', spec.label);
+    // A file needs a name of its own: `x/`, `x/.`, `x/..` or `../uploads` name a directory.
+    const name = (filename as string).slice((filename as string).lastIndexOf('/') + 1);
+    const directory = name === '' || name === '.' || name === '..';
+    if (directory || path === (spec.under ?? this.compiled.root.path)) {
+      return deny('missing-path', spec.label);
+    }
     return { ok: true, file: { field, filename: filename as string, path } };
   }
 

@@ -38,6 +38,7 @@ const denialOf = (result: GuardResult | FileResult): PathDenial => {
 
 const fileOf = (result: FileResult): CheckedFile => {
   if (!result.ok) throw new Error(`expected an allowed file, got ${result.denial.reason}`);
+  if (!result.file) throw new Error('expected an allowed file, got a nameless part let go');
   return result.file;
 };
 
@@ -911,18 +912,43 @@ describe('checkFile: multipart filenames', () => {
     expect(body).not.toContain('a.png');
   });
 
-  it('an empty or undefined filename is missing-path', () => {
+  it('an empty or undefined filename of a required field is missing-path', () => {
     const missing = { ok: false, denial: { reason: 'missing-path', label: 'file avatar' } };
     expect(guard.checkFile('avatar', '')).toEqual(missing);
     expect(guard.checkFile('avatar', undefined)).toEqual(missing);
-    expect(guard.checkFile('other', '')).toEqual({
+    expect(guard.checkFile('doc', '')).toEqual({
       ok: false,
-      denial: { reason: 'missing-path', label: 'file *' },
+      denial: { reason: 'missing-path', label: 'file doc' },
     });
   });
 
+  it('an optional field lets an empty or undefined filename go, with no file (an empty file input)', () => {
+    for (const field of ['readme', 'other']) {
+      expect(guard.checkFile(field, ''), field).toEqual({ ok: true, file: undefined });
+      expect(guard.checkFile(field, undefined), field).toEqual({ ok: true, file: undefined });
+    }
+    // Only a missing name is let go: a name that is there is checked as ever.
+    expect(denialOf(guard.checkFile('other', '../../x')).reason).toBe('path-not-in-allowlist');
+    expect(denialOf(guard.checkFile('other', '.')).reason).toBe('missing-path');
+    expect(denialOf(guard.checkFile('other', null)).reason).toBe('not-a-string');
+  });
+
+  it('a filename whose last segment is empty, . or .. names a directory: missing-path', () => {
+    for (const name of ['sub/', 'a/b/', 'sub/.', 'a/b/..', 'a//']) {
+      for (const field of ['avatar', 'other']) {
+        expect(denialOf(guard.checkFile(field, name)).reason, `${field} ${name}`).toBe(
+          'missing-path',
+        );
+      }
+    }
+    // Dots that end or fill part of a name leave it a name.
+    for (const name of ['sub/x.', 'sub/x..', 'a/b..c']) {
+      expect(guard.checkFile('avatar', name).ok, name).toBe(true);
+    }
+  });
+
   it('a filename that names the directory itself is missing-path', () => {
-    for (const name of ['.', 'x/..', '/', './']) {
+    for (const name of ['.', 'x/..', '/', './', '../avatars', '../../uploads/avatars']) {
       expect(guard.checkFile('avatar', name), name).toEqual({
         ok: false,
         denial: { reason: 'missing-path', label: 'file avatar' },

@@ -252,7 +252,8 @@ describe('route guard', () => {
     }
     const file = guard.checkFile('f', 'a');
     expectTypeOf(file).toEqualTypeOf<FileResult>();
-    if (file.ok) expectTypeOf(file.file.path).toEqualTypeOf<string>();
+    if (file.ok) expectTypeOf(file.file).toEqualTypeOf<CheckedFile | undefined>();
+    if (file.ok && file.file) expectTypeOf(file.file.path).toEqualTypeOf<string>();
     expect(result).toEqual({ ok: true });
   });
 
