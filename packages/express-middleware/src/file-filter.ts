@@ -20,6 +20,8 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     if (!upload) return cb(new PathgateDeniedError(UNWRAPPED));
     if (upload.settled) return cb(null, false); // already answered: skip the rest quietly
     const decision = upload.decideFile(file.fieldname, file.originalname);
+    // Let go: only a nameless part is, and multer drops those before any fileFilter.
+    if (decision.kind === 'skip') return cb(null, false);
     if (decision.kind === 'allow') file.pathgatePath = decision.file.path;
     else if (decision.kind === 'deny' && !upload.refuse(decision.denial, decision.route)) {
       return cb(new PathgateDeniedError(decision.denial));

@@ -32,7 +32,7 @@ export function watchParts(req: Request, parser: unknown): void {
     const upload = uploadOf(req);
     if (info.filename || !upload || upload.settled) return;
     const decision = upload.decideFile(field, undefined);
-    if (decision.kind === 'allow') return;
+    if (decision.kind === 'allow' || decision.kind === 'skip') return; // multer drops the part
     if (decision.kind === 'deny' && upload.refuse(decision.denial, decision.route)) return;
     if (decision.kind === 'unchecked' && !upload.settled) return;
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).

@@ -7,6 +7,7 @@ import type { RouteState } from './route-state.js';
 
 /** A file part of a field no gate declares (or on a route without a gate). */
 const UNEXPECTED: PathDenial = { reason: 'unexpected-file', label: 'file' };
+const SKIP: FileDecision = { kind: 'skip' };
 
 /** busboy's messages for a malformed body: the client's fault, so a 400, not a 500. */
 const MALFORMED = new Set([
@@ -84,13 +85,15 @@ export interface UploadParts {
 }
 
 /**
- * One file part's decision: allowed (with the path to store it at), denied
- * by an enforcing gate (answered with that gate's deny; none: the multer
- * gate's own), or let through unchecked: report-only gates would deny it and
- * no enforcing gate decides it.
+ * One file part's decision: allowed (with the path to store it at), let go
+ * (a nameless part of an optional field: multer drops it, nothing is
+ * stored), denied by an enforcing gate (answered with that gate's deny;
+ * none: the multer gate's own), or let through unchecked: report-only gates
+ * would deny it and no enforcing gate decides it.
  */
 export type FileDecision =
   | { readonly kind: 'allow'; readonly file: CheckedFile }
+  | { readonly kind: 'skip' }
   | { readonly kind: 'deny'; readonly denial: PathDenial; readonly route: RouteState | undefined }
   | { readonly kind: 'unchecked'; readonly denial: PathDenial };
 
@@ -122,17 +125,21 @@ export class Upload {
       onOrphan(req);
       return { kind: 'deny', denial: UNEXPECTED, route: undefined };
     }
+    let declared = false; // by an enforcing gate
     let enforced: CheckedFile | undefined;
     let reported: CheckedFile | undefined;
+    let letGo = false;
     let wouldDeny: PathDenial | undefined;
     for (const route of routes) {
       const result = route.guard.checkFile(field, filename);
       if (!result.ok && result.denial.reason === 'unexpected-file') continue; // not its field
       if (!route.reportOnly) {
         if (!result.ok) return { kind: 'deny', denial: result.denial, route };
-        enforced = result.file;
+        declared = true;
+        enforced = result.file ?? enforced;
       } else if (result.ok) {
-        reported = result.file;
+        reported = result.file ?? reported;
+        letGo ||= result.file === undefined;
       } else {
         wouldDeny = result.denial;
         // Logged now; stop only if the app's onDeny answered the request itself.
@@ -140,18 +147,21 @@ export class Upload {
       }
     }
     if (enforced) return { kind: 'allow', file: enforced };
+    if (declared) return SKIP; // every enforcing gate that declares it let a nameless part go
     const last = routes.filter((route) => !route.reportOnly).at(-1);
     if (last) return { kind: 'deny', denial: UNEXPECTED, route: last };
-    return this.reportOnlyDecision(reported, wouldDeny);
+    return this.reportOnlyDecision(reported, letGo, wouldDeny);
   }
 
   /** Only report-only gates: a would-be deny lets the part through unchecked. */
   private reportOnlyDecision(
     reported: CheckedFile | undefined,
+    letGo: boolean,
     wouldDeny: PathDenial | undefined,
   ): FileDecision {
     if (wouldDeny) return { kind: 'unchecked', denial: wouldDeny };
     if (reported) return { kind: 'allow', file: reported };
+    if (letGo) return SKIP;
     // No gate declares the field: reported as the last one would have refused it.
     this.refuse(UNEXPECTED, this.parts.routes.at(-1));
     return { kind: 'unchecked', denial: UNEXPECTED };

@@ -48,12 +48,7 @@ describe('a file part without a filename', () => {
     await onApp(
       (root, app) => {
         const ro = gateOn(root, { reportOnly: true, log: (entry) => seen.push(entry) });
-        app.post(
-          '/up',
-          ro.write({ file: 'doc', under: 'uploads', optional: true }),
-          ro.multer().any(),
-          answer,
-        );
+        app.post('/up', ro.write({ file: 'doc', under: 'uploads' }), ro.multer().any(), answer);
       },
       async (port, root) => {
         const res = await upload(port, '/up', [
@@ -70,6 +65,62 @@ describe('a file part without a filename', () => {
         expect(filesUnder(root)).toEqual(['uploads/kept.txt']);
       },
     );
+  });
+});
+
+describe('an empty file input (filename="", no bytes) of an optional field', () => {
+  const EMPTY_INPUT = filePart('avatar', '', '');
+  /** The gate's verdict as the handler sees it: the file multer kept, and the checked paths. */
+  const seen: express.RequestHandler = (req, res) => {
+    const files = (req.files ?? (req.file ? [req.file] : [])) as Express.Multer.File[];
+    res.json({ stored: files.map((f) => f.originalname), pathgate: req.pathgate });
+  };
+  const routes = (root: string, app: express.Express) => {
+    const gate = gateOn(root);
+    const avatar = { file: 'avatar', under: 'uploads', optional: true } as const;
+    const name = { body: 'name', under: 'uploads' } as const;
+    app.post('/single', gate.write(avatar, name), gate.multer().single('avatar'), seen);
+    app.post('/any', gate.write(avatar), gate.multer().any(), seen);
+    app.post('/required', gate.write({ ...avatar, optional: false }), gate.multer().any(), seen);
+  };
+
+  it.each([
+    ['filename=""', EMPTY_INPUT],
+    ['no filename at all', nameless('avatar')],
+  ])('%s: the request goes on without a file, its fields checked', async (_, input) => {
+    await onApp(routes, async (port, root) => {
+      const res = await upload(port, '/single', [fieldPart('name', 'bob.txt'), input]);
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({
+        stored: [],
+        pathgate: {
+          mode: 'write',
+          params: {},
+          query: {},
+          headers: {},
+          body: { name: `${root}/uploads/bob.txt` },
+          files: [],
+        },
+      });
+      expect(filesUnder(root)).toEqual([]);
+    });
+  });
+
+  it('a real file after it is still checked and stored; a bad one still denied', async () => {
+    await onApp(routes, async (port, root) => {
+      const ok = await upload(port, '/any', [EMPTY_INPUT, filePart('avatar', 'me.png', 'png')]);
+      expect(ok.json).toMatchObject({ stored: ['me.png'] });
+      expect(filesUnder(root)).toEqual(['uploads/me.png']);
+      const bad = await upload(port, '/any', [EMPTY_INPUT, filePart('avatar', '../me.png')]);
+      expect(bad.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' }));
+    });
+  });
+
+  it('a required field: missing-path, as before', async () => {
+    await onApp(routes, async (port) => {
+      const res = await upload(port, '/required', [EMPTY_INPUT]);
+      expect(res.json).toEqual(denyBody({ reason: 'missing-path', label: 'file avatar' }));
+    });
   });
 });
 
