@@ -12,6 +12,7 @@ interface Part {
   filename: unknown;
   file?: {
     destroy(): unknown;
+    resume(): unknown;
     on?(event: 'error', listener: (error: unknown) => void): unknown;
     /** Node's stored stream error: set when busboy failed the part before the guard saw it. */
     errored?: unknown;
@@ -101,11 +102,20 @@ class PartChecks {
     throw deniedError(this.state.refused);
   }
 
-  /** Runs before the part is handed on, so a denied file's bytes are never read. */
-  file(part: Part): void {
+  /**
+   * Runs before the part is handed on, so a denied file's bytes are never
+   * read. `false`: a nameless part of an optional field (a browser's empty
+   * file input), drained and not handed on, as if it had not been sent.
+   */
+  file(part: Part): boolean {
     this.sticky(part);
     checked.add(part);
     const result = this.state.guard.checkFile(part.fieldname, part.filename);
+    if (result.ok && result.file === undefined) {
+      forgetPart(part);
+      part.file?.resume();
+      return false;
+    }
     if (result.ok) {
       // A body that ends mid-part fails the part's stream, before this check (a
       // body that had all arrived) or in the handler's hands: a 400 either way.
@@ -113,9 +123,10 @@ class PartChecks {
       part.file?.on?.('error', withClientStatus);
       part.pathgatePath = result.file.path;
       this.state.info.files.push(result.file);
-      return;
+      return true;
     }
     this.deny(result.denial, part);
+    return true; // report-only: the part goes on, without a pathgatePath
   }
 
   /** After the last part: every required file spec must have been met. */
@@ -165,7 +176,7 @@ export function guardMultipart(
   methods.parts = async function* pathgateParts(options) {
     checks.sticky();
     for await (const part of clientErrors(parts.call(request, options))) {
-      if (part.type !== 'field') checks.file(part);
+      if (part.type !== 'field' && !checks.file(part)) continue;
       yield part;
     }
     checks.end();
@@ -174,8 +185,7 @@ export function guardMultipart(
     methods.files = async function* pathgateFiles(options) {
       checks.sticky();
       for await (const part of clientErrors(files.call(request, options))) {
-        checks.file(part);
-        yield part;
+        if (checks.file(part)) yield part;
       }
       checks.end();
     };
@@ -187,9 +197,10 @@ export function guardMultipart(
       const part = await file.call(request, options).catch((error) => {
         throw withClientStatus(error);
       });
-      if (part) checks.file(part);
-      else checks.end();
-      return part;
+      // A nameless first part of an optional field: no file (the rest is never parsed).
+      if (part && checks.file(part)) return part;
+      checks.end();
+      return undefined;
     };
   }
   if (typeof saveRequestFiles === 'function') {
