@@ -325,8 +325,12 @@ export class RouteGuard {
     return { ok: true, file: { field, filename: filename as string, path } };
   }
 
-  /** After the last part: a required file spec that no allowed part satisfied. */
-  checkMissingFiles(received: readonly CheckedFile[]): GuardResult {
+  /**
+   * After the last part: a required file spec that no part satisfied. An
+   * adapter passes the allowed files, and in report-only mode the fields of
+   * parts it let through unchecked (reported once, not missing as well).
+   */
+  checkMissingFiles(received: readonly Pick<CheckedFile, 'field'>[]): GuardResult {
     for (const spec of this.files) {
       if (spec.optional) continue;
       const seen = received.some((f) => spec.field === true || f.field === spec.field);

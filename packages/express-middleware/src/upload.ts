@@ -107,6 +107,8 @@ export class Upload {
   settled = false;
   /** The files whose names passed and that were accepted for storage. */
   readonly accepted: CheckedFile[] = [];
+  /** The fields of parts let through unchecked (report-only). */
+  private readonly unchecked: { field: string }[] = [];
 
   constructor(private readonly parts: UploadParts) {
     uploads.set(parts.req, this);
@@ -120,6 +122,13 @@ export class Upload {
    * declares is refused (`unexpected-file`) by the last enforcing gate.
    */
   decideFile(field: string, filename: string | undefined): FileDecision {
+    const decision = this.decide(field, filename);
+    // Reported and let through, the part still arrived: not reported missing as well.
+    if (decision.kind === 'unchecked') this.unchecked.push({ field });
+    return decision;
+  }
+
+  private decide(field: string, filename: string | undefined): FileDecision {
     const { routes, req, onOrphan } = this.parts;
     if (routes.length === 0) {
       onOrphan(req);
@@ -226,7 +235,7 @@ export class Upload {
       reportOnly ? denials : undefined,
     );
     if (!body.ok) return [body.denial];
-    const files = guard.checkMissingFiles(this.accepted);
+    const files = guard.checkMissingFiles([...this.accepted, ...this.unchecked]);
     if (!files.ok) denials.push(files.denial);
     return denials;
   }

@@ -3,6 +3,7 @@ import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
+import { filePart, onApp, upload } from './helpers.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
 // and lets the request through; onDeny sees every deny and may shape the 403.
@@ -257,5 +258,39 @@ describe('log', () => {
     } finally {
       stderr.mockRestore();
     }
+  });
+});
+
+describe('reportOnly with multer', () => {
+  it('the only file, would-be denied, is reported once, not as missing too', async () => {
+    const seen: PathDenial[] = [];
+    const logs: PathgateLogEntry[] = [];
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({
+          root,
+          fs: ['rw:uploads/**'],
+          reportOnly: true,
+          log: (entry) => logs.push(entry),
+          onDeny: (denial) => {
+            seen.push(denial);
+          },
+        });
+        app.post(
+          '/up',
+          gate.write({ file: 'a', under: 'uploads' }),
+          gate.multer().single('a'),
+          (req, res) => {
+            res.json({ file: req.file?.originalname, path: req.file?.pathgatePath ?? null });
+          },
+        );
+      },
+      async (port) => {
+        const res = await upload(port, '/up', [filePart('a', '../../evil.js')]);
+        expect(res.json).toEqual({ file: '../../evil.js', path: null });
+        expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
+        expect(logs.map((l) => l.reason)).toEqual(['path-not-in-allowlist']);
+      },
+    );
   });
 });

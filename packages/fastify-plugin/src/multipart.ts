@@ -88,6 +88,9 @@ function forgetPart(part: Part): void {
 
 /** The per-request checks the wrappers share. */
 class PartChecks {
+  /** The fields of parts let through unchecked (report-only): they arrived, so are not missing. */
+  private readonly unchecked: { field: string }[] = [];
+
   constructor(
     private readonly request: FastifyRequest,
     private readonly reply: FastifyReply,
@@ -126,12 +129,17 @@ class PartChecks {
       return true;
     }
     this.deny(result.denial, part);
-    return true; // report-only: the part goes on, without a pathgatePath
+    // Report-only: the part goes on, without a pathgatePath.
+    this.unchecked.push({ field: part.fieldname });
+    return true;
   }
 
   /** After the last part: every required file spec must have been met. */
   end(): void {
-    const result = this.state.guard.checkMissingFiles(this.state.info.files);
+    const result = this.state.guard.checkMissingFiles([
+      ...this.state.info.files,
+      ...this.unchecked,
+    ]);
     if (!result.ok) this.deny(result.denial);
   }
 

@@ -153,6 +153,14 @@ describe('report-only', () => {
     expect(s.reports().map((l) => l.pathgate?.reason)).toEqual(['path-not-in-allowlist']);
   });
 
+  it('multipart: the only file, would-be denied, is reported once, not as missing too', async () => {
+    const s = await serve();
+    const res = await postMultipart(s.port, '/files', [file('virus.exe')]);
+    expect(res.json).toEqual([{ filename: 'virus.exe', path: null }]);
+    expect(s.reports().map((l) => l.pathgate?.reason)).toEqual(['path-not-in-allowlist']);
+    expect(s.denials.map((d) => d.reason)).toEqual(['path-not-in-allowlist']);
+  });
+
   it('a body spec that streaming multipart leaves unread is reported, optional or not, beside other denies', async () => {
     const s = await serve();
     const note = { disposition: 'name="note"', data: 'uploads/a.png' };
