@@ -11,9 +11,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * Called on every deny. It may log, add headers (`reply.header()`), or
  * return an object to send as the 403 body instead of the default one (it
  * must not reveal paths either); any other return value is ignored, and a
- * promise is no body (a rejection is logged at `error`). In report-only
- * mode it is called for what would have been denied, and its return value
- * is ignored.
+ * promise is no body. A throw, like a rejection, is logged at `error`, and
+ * the deny goes on with the default body. In report-only mode it is called
+ * for what would have been denied, and its return value is ignored.
  */
 export type DenyHandler = (
   denial: PathDenial,

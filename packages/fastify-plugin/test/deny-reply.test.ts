@@ -182,6 +182,43 @@ describe('onDeny', () => {
     expect(count).toBe(1);
   });
 
+  it('a synchronous throw is handled as a rejection: logged, and the default 403 goes out', async () => {
+    const s = await serve({
+      onDeny: () => {
+        throw new Error('metrics down at /srv/files');
+      },
+    });
+    const upload = [{ disposition: 'name="upload"; filename="virus.exe"', data: 'x' }];
+    const answers = [
+      // the guarded handler, a route with a response schema, the onRequest hook, a multipart part
+      await request(s.port, { path: '/files/..%2Fx' }),
+      await request(s.port, { path: '/schema/..%2Fx' }),
+      await postMultipart(s.port, '/up/..%2F..', upload),
+      await postMultipart(s.port, '/up/uploads%2Fa.png', upload),
+    ];
+    expect(answers.map((res) => [res.status, res.json])).toEqual([
+      [403, denied('params.*', 'path-not-in-allowlist')],
+      [403, denied('params.*', 'path-not-in-allowlist')],
+      [403, denied('params.dir', 'path-not-in-allowlist')],
+      [403, denied('file *', 'path-not-in-allowlist')],
+    ]);
+    const failed = s.lines.filter((l) => l.msg === 'pathgate: onDeny failed');
+    expect(failed).toEqual(
+      Array(4).fill(
+        expect.objectContaining({
+          level: 50,
+          err: expect.objectContaining({ message: 'metrics down at /srv/files' }),
+        }),
+      ),
+    );
+    expect(s.logged().map((l) => l?.label)).toEqual([
+      'params.*',
+      'params.*',
+      'params.dir',
+      'file *',
+    ]);
+  });
+
   it('an async onDeny is no body, even resolved; a rejection is logged, not unhandled', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

@@ -452,6 +452,30 @@ describe('errors', () => {
     expect(res.text).toBe(sent);
   });
 
+  it('an onDeny that throws: the part is still refused, everywhere, and stays refused', async () => {
+    const onDeny = () => {
+      throw new Error('metrics down at /srv/files');
+    };
+    const s = await serveMultipart({ pathgate: { onDeny } });
+    for (const route of ROUTES) {
+      const res = await postMultipart(s.port, route, [file('virus.exe')]);
+      expect([route, res.status, res.json]).toEqual([
+        route,
+        403,
+        denied('file *', 'path-not-in-allowlist'),
+      ]);
+    }
+    const caught = await postMultipart(s.port, '/catch', [file('virus.exe')]);
+    expect(caught.json).toEqual({ errors: ['path-not-in-allowlist', 'path-not-in-allowlist'] });
+    const fields = await send(s.url('/parts-catch'), [
+      ['note', 'hi'],
+      ['upload', 'bad', 'virus.exe'],
+    ]);
+    expect(fields.json).toEqual({ reason: 'path-not-in-allowlist', fields: { note: ['hi'] } });
+    expect(filesIn(s.root)).toEqual([]);
+    expect(filesIn(s.spool)).toEqual([]);
+  });
+
   it('a refused request stays refused, and a reply before the body is read closes', async () => {
     const s = await serveMultipart();
     const res = await postMultipart(s.port, '/catch', [

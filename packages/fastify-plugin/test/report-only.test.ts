@@ -13,7 +13,8 @@ interface LogLine {
   pathgate?: { route: string; label: string; reason: string; path?: string };
 }
 
-async function serve() {
+/** `onDenyThrows`: onDeny records the denial, then throws. */
+async function serve(onDenyThrows = false) {
   const root = sandbox();
   const lines: LogLine[] = [];
   const denials: PathDenial[] = [];
@@ -26,6 +27,7 @@ async function serve() {
     reportOnly: true,
     onDeny: (denial) => {
       denials.push(denial);
+      if (onDenyThrows) throw new Error('metrics down');
       return { ignored: true };
     },
   });
@@ -81,7 +83,8 @@ async function serve() {
   );
   const port = await listen(app);
   const reports = () => lines.filter((l) => l.msg === 'pathgate: would deny (report-only)');
-  return { root, port, calls: () => calls, reports, denials };
+  const failures = () => lines.filter((l) => l.msg === 'pathgate: onDeny failed');
+  return { root, port, calls: () => calls, reports, failures, denials };
 }
 
 const file = (filename: string) => ({
@@ -110,6 +113,29 @@ describe('report-only', () => {
       }),
     ]);
     expect(s.denials).toMatchObject([{ reason: 'path-not-in-allowlist', label: 'params.*' }]);
+  });
+
+  it('an onDeny that throws is logged, and the request still goes on', async () => {
+    const s = await serve(true);
+    const res = await request(s.port, { path: '/files/..%2Fx' });
+    expect(res).toMatchObject({ status: 200, json: { params: {} } });
+    const up = await postMultipart(s.port, '/files', [file('virus.exe'), file('ok.png')]);
+    expect(up.json).toEqual([
+      { filename: 'virus.exe', path: null },
+      { filename: 'ok.png', path: `${s.root}/uploads/ok.png` },
+    ]);
+    expect(s.calls()).toBe(2);
+    expect(s.reports().map((l) => l.pathgate?.label)).toEqual(['params.*', 'file *']);
+    expect(s.failures()).toEqual([
+      expect.objectContaining({
+        level: 50,
+        err: expect.objectContaining({ message: 'metrics down' }),
+      }),
+      expect.objectContaining({
+        level: 50,
+        err: expect.objectContaining({ message: 'metrics down' }),
+      }),
+    ]);
   });
 
   it('an allowed request logs nothing', async () => {
