@@ -1,6 +1,7 @@
 import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
 import { lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import { deniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { stateOf } from './request-state.js';
 
@@ -92,9 +93,8 @@ export function sendDenial(
   return true;
 }
 
-/** Fastify's default error body for a thrown deny: its shape without `reason`. */
-function isDefaultDenyPayload(payload: unknown, message: string): boolean {
-  if (typeof payload !== 'string') return false;
+/** Fastify's own error body without a response schema: its four keys, no `reason`. */
+function isPlainDenyPayload(payload: string, message: string): boolean {
   let parsed: unknown;
   try {
     parsed = JSON.parse(payload);
@@ -113,14 +113,65 @@ function isDefaultDenyPayload(payload: unknown, message: string): boolean {
   );
 }
 
+type Serialize = (value: object) => string;
+
+/** The reply's media type, `application/json` of `application/json; charset=utf-8`. */
+function mediaType(reply: FastifyReply): string {
+  const [type = ''] = String(reply.getHeader('content-type') ?? '').split(';');
+  return type.trim().toLowerCase();
+}
+
+/** Where Fastify looks for the response schema of a thrown 403, in its order. */
+const ERROR_SCHEMA_KEYS = ['403', '4xx', 'default'] as const;
+
+/**
+ * The route's response schema Fastify serializes a thrown 403 with, or
+ * undefined when it uses its own error shape. A schema given per media type
+ * is looked up by the reply's type, then the one for any type, as Fastify does.
+ */
+function errorSerializer(reply: FastifyReply): Serialize | undefined {
+  for (const key of ERROR_SCHEMA_KEYS) {
+    const found: unknown = reply.getSerializationFunction(key);
+    if (found === undefined) continue;
+    if (typeof found === 'function') return found as Serialize;
+    const byType = found as Record<string, Serialize | undefined>;
+    return byType[mediaType(reply)] ?? byType['*/*'];
+  }
+  return undefined;
+}
+
+/**
+ * The body Fastify's error handling made of the thrown deny (its default
+ * error handler, or a custom one that sends the error on): its own shape,
+ * or what a response schema keeps of the error. Either way without `reason`.
+ */
+function isDefaultDenyPayload(reply: FastifyReply, payload: unknown, denial: PathDenial): boolean {
+  if (typeof payload !== 'string') return false;
+  const serialize = errorSerializer(reply);
+  if (serialize === undefined) return isPlainDenyPayload(payload, denyBody(denial).message);
+  const error = deniedError(denial);
+  // What Fastify hands a response schema's serializer for an error.
+  const shown = Object.create(error, {
+    error: { value: 'Forbidden' },
+    message: { value: error.message },
+    statusCode: { value: 403 },
+  });
+  try {
+    return payload === serialize(shown);
+  } catch {
+    return false; // a schema this error cannot fit: not a body Fastify made of it
+  }
+}
+
 /**
  * On routes that declare files: an answer while the body is still arriving
  * closes the connection (a handler that caught a deny, a custom error
- * handler). And Fastify's default error serializer drops unknown properties,
- * so a deny thrown out of a multipart iteration would lose its `reason`: its
- * 403 body is put back, only over that exact default body (a custom error
- * handler's own body is left alone). Elsewhere a deny comes from a hook,
- * which closes the connection itself (`refuse`), and nothing is thrown.
+ * handler). And Fastify's error serialization drops unknown properties
+ * (all but a response schema's), so a deny thrown out of a multipart
+ * iteration would lose its `reason`: its 403 body is put back, only over
+ * that exact default body (a custom error handler's own body is left
+ * alone). Elsewhere a deny comes from a hook, which closes the connection
+ * itself (`refuse`), and sends its body already serialized: nothing is thrown.
  *
  * `appWide`: the hook of the app-wide hooks, or a route's own; each acts
  * only on the requests its side started.
@@ -132,13 +183,12 @@ export function createOnSend(settings: PathgateSettings, appWide: boolean): onSe
       return done(null, payload);
     }
     closeIfBodyPending(request, reply, settings);
-    const thrown = state.thrownBody;
-    const message = state.refused && denyBody(state.refused).message;
-    if (thrown === undefined || message === undefined || reply.statusCode !== 403) {
+    const { refused, thrownBody } = state;
+    if (refused === undefined || thrownBody === undefined || reply.statusCode !== 403) {
       return done(null, payload);
     }
-    if (!isDefaultDenyPayload(payload, message)) return done(null, payload);
-    done(null, JSON.stringify(thrown));
+    if (!isDefaultDenyPayload(reply, payload, refused)) return done(null, payload);
+    done(null, JSON.stringify(thrownBody));
   };
   // Named for `printRoutes({ includeHooks: true })`.
   const name = appWide ? 'pathgateAppWideOnSend' : 'pathgateOnSend';

@@ -1,8 +1,13 @@
 import http from 'node:http';
 import multipart from '@fastify/multipart';
+import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import pathgate, { type PathgateOptions } from '../src/index.js';
-import { denied, listen, newApp, postMultipart, request, sandbox } from './helpers.js';
+import pathgate, {
+  type DenyHandler,
+  type PathgateDenied,
+  type PathgateOptions,
+} from '../src/index.js';
+import { denied, listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
 
 // What a deny sends: the documented 403 JSON (or the host's own body from
 // onDeny), never the root or the canonical path; a log line that does carry
@@ -251,5 +256,108 @@ describe('onDeny', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('a route with a response schema', () => {
+  const ERROR = {
+    type: 'object',
+    properties: { message: { type: 'string' }, statusCode: { type: 'number' } },
+  };
+  const SCHEMAS: readonly (readonly [string, Record<string, unknown>])[] = [
+    ['4xx', { '4xx': ERROR }],
+    ['403', { 403: ERROR }],
+    ['default', { default: ERROR }],
+    ['4xx per media type', { '4xx': { content: { 'application/json': { schema: ERROR } } } }],
+  ];
+  const avatar = (filename: string) => [
+    { disposition: `name="avatar"; filename="${filename}"`, data: 'x' },
+  ];
+
+  async function serveSchema(
+    response: Record<string, unknown>,
+    options: { onDeny?: DenyHandler } = {},
+    errorHandler?: Parameters<FastifyInstance['setErrorHandler']>[0],
+  ) {
+    const app = newApp();
+    if (errorHandler) app.setErrorHandler(errorHandler);
+    await app.register(pathgate, { root: sandbox(), fs: ['rw:./uploads/*'], ...options });
+    await app.register(multipart, { preservePath: true });
+    const pathgateConfig = {
+      mode: 'write',
+      paths: [{ file: 'avatar', under: 'uploads' }],
+    } as const;
+    app.post('/u', { schema: { response }, config: { pathgate: pathgateConfig } }, async (req) => {
+      const part = await req.file();
+      part?.file.resume();
+      return {};
+    });
+    return listen(app);
+  }
+
+  it.each(SCHEMAS)(
+    '%s: a deny thrown out of multipart keeps the whole body',
+    async (_n, schema) => {
+      const port = await serveSchema(schema);
+      const res = await postMultipart(port, '/u', avatar('../x'));
+      expect(res).toMatchObject({
+        status: 403,
+        json: denied('file avatar', 'path-not-in-allowlist'),
+      });
+      // A hook deny on the same route: the same body.
+      const hook = await postJson(port, '/u', {});
+      expect(hook).toMatchObject({ status: 403, json: denied('file avatar', 'missing-path') });
+    },
+  );
+
+  it.each(SCHEMAS)('%s: onDeny’s body is sent as it is', async (_n, schema) => {
+    const port = await serveSchema(schema, { onDeny: () => ({ error: 'nope' }) });
+    const res = await postMultipart(port, '/u', avatar('../x'));
+    expect(res).toMatchObject({ status: 403, json: { error: 'nope' } });
+    expect(await postJson(port, '/u', {})).toMatchObject({ status: 403, json: { error: 'nope' } });
+  });
+
+  it.each(SCHEMAS)(
+    '%s: a custom error handler gets the error; its own body is kept',
+    async (_n, schema) => {
+      const seen: unknown[] = [];
+      const port = await serveSchema(schema, {}, (error, _request, reply) => {
+        const { statusCode, code, reason, label } = error as PathgateDenied;
+        seen.push({ statusCode, code, reason, label });
+        reply.code(403).send({ message: `refused: ${reason}`, statusCode: 403, extra: 'dropped' });
+      });
+      const res = await postMultipart(port, '/u', avatar('../x'));
+      expect(res).toMatchObject({
+        status: 403,
+        json: { message: 'refused: path-not-in-allowlist', statusCode: 403 },
+      });
+      expect(seen).toEqual([
+        {
+          statusCode: 403,
+          code: 'PATHGATE_DENIED',
+          reason: 'path-not-in-allowlist',
+          label: 'file avatar',
+        },
+      ]);
+    },
+  );
+
+  it('a custom error handler that sends the error on gets the whole body', async () => {
+    const port = await serveSchema({ '4xx': ERROR }, {}, (error, _request, reply) => {
+      reply.send(error);
+    });
+    const res = await postMultipart(port, '/u', avatar('../x'));
+    expect(res).toMatchObject({
+      status: 403,
+      json: denied('file avatar', 'path-not-in-allowlist'),
+    });
+  });
+
+  it('an allowed upload is answered through the schema as usual', async () => {
+    const port = await serveSchema({ 200: { type: 'object', properties: {} }, '4xx': ERROR });
+    expect(await postMultipart(port, '/u', avatar('a.png'))).toMatchObject({
+      status: 200,
+      json: {},
+    });
   });
 });
