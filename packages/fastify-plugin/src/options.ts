@@ -47,7 +47,14 @@ export type PathgateOptions = PathgatePolicyOptions | PathgateRuleOptions;
 /** The validated options: what the hooks read at request time. */
 export type PathgateSettings = AdapterSettings<DenyHandler>;
 
+/**
+ * Fastify's own register options: it passes them in with the plugin's, so
+ * they are no typos. pathgate ignores them, and as fastify-plugin lifts it
+ * out of encapsulation, Fastify does too.
+ */
+const REGISTER_OPTIONS = ['prefix', 'logLevel', 'logSerializers'] as const;
+
 /** Validates the plugin options once, at registration; every problem is a TypeError naming the option. */
 export function readOptions(options: unknown): PathgateSettings {
-  return readAdapterOptions<DenyHandler>(options, []).settings;
+  return readAdapterOptions<DenyHandler>(options, REGISTER_OPTIONS).settings;
 }

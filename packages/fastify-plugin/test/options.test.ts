@@ -52,6 +52,11 @@ describe('bad options throw at registration', () => {
     ],
     ['a misspelled option', { fs: [], reportonly: true }, 'pathgate: unknown option "reportonly"'],
     [
+      'a misspelled Fastify register option',
+      { fs: [], prefx: '/api' },
+      'pathgate: unknown option "prefx"',
+    ],
+    [
       'policy not a PermissionPolicy',
       { policy: { root: '/' } },
       'pathgate: option policy must be a PermissionPolicy',
@@ -163,6 +168,22 @@ describe('good options', () => {
       dot: undefined,
     });
     expect((await request(port, { path: '/f/srv/a' })).json).toEqual({ '*': '/srv/a' });
+  });
+
+  it.each([
+    ['prefix', { prefix: '/api' }],
+    ['logLevel', { logLevel: 'warn' }],
+    ['logSerializers', { logSerializers: { req: () => 'request' } }],
+  ] as const)("Fastify's register option %s is accepted", async (_name, fastify) => {
+    const root = sandbox();
+    // And changes nothing: the plugin is not encapsulated, so prefix moves no route.
+    const port = await guarded({ root, fs: ['./public/**'], ...fastify });
+    expect((await request(port, { path: '/f/public/a' })).json).toEqual({
+      '*': `${root}/public/a`,
+    });
+    expect((await request(port, { path: '/f/..%2Fx' })).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
   });
 
   it('fs: [] denies everything (the default root is /)', async () => {

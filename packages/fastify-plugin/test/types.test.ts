@@ -127,6 +127,8 @@ describe('options', () => {
     app.register(pathgate, { root: '/srv' });
     // @ts-expect-error: unknown option
     app.register(pathgate, { fs: [], bogus: true });
+    // Fastify's register options come with the plugin's.
+    app.register(pathgate, { fs: [], prefix: '/api', logLevel: 'warn', logSerializers: {} });
     expectTypeOf<{ fs: string[] }>().toExtend<PathgateOptions>();
   });
 
