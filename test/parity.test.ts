@@ -1,5 +1,5 @@
 import { denyBody, type GuardDenyReason, PermissionPolicy } from '@pathgate/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Apps, type Route, type Sent, send, startApps } from './apps.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
@@ -188,6 +188,37 @@ describe('Fastify and Express answer alike', () => {
     } else {
       const [reason, label] = expected;
       expect(fromFastify).toEqual({ status: 403, body: denyBody({ reason, label }) });
+    }
+  });
+});
+
+describe('an onDeny that throws', () => {
+  it('both log it and send the default 403, never the error', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const throwing = await startApps({
+      policy,
+      routes: ROUTES,
+      onDeny: () => {
+        throw new Error('audit sink down at /srv/root');
+      },
+    });
+    try {
+      for (const [, sent, expected] of CASES.filter(([, , e]) => e !== 'allow').slice(0, 8)) {
+        const [fromFastify, fromExpress] = await Promise.all([
+          send(throwing.fastify.port, sent),
+          send(throwing.express.port, sent),
+        ]);
+        const [reason, label] = expected as readonly [GuardDenyReason, string];
+        expect(fromFastify).toEqual({ status: 403, body: denyBody({ reason, label }) });
+        expect(fromExpress).toEqual(fromFastify);
+      }
+      // Express's default log is console.warn: each failure was reported there.
+      expect(warn.mock.calls.some(([message]) => String(message).includes('onDeny failed'))).toBe(
+        true,
+      );
+    } finally {
+      await throwing.close();
+      warn.mockRestore();
     }
   });
 });

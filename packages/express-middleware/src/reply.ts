@@ -48,8 +48,12 @@ function describe(error: unknown): string {
   }
 }
 
-/** An async `onDeny` that rejects, after the reply: logged, never an unhandled rejection. */
-function logRejected(settings: Settings, req: Request): (error: unknown) => void {
+/**
+ * An `onDeny` that throws, or an async one that rejects (after the reply):
+ * logged, never an unhandled rejection, and the deny goes on as if it had
+ * returned nothing.
+ */
+function logFailed(settings: Settings, req: Request): (error: unknown) => void {
   return (error) =>
     settings.log({
       event: 'hook-failed',
@@ -64,15 +68,12 @@ export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
     const { reportOnly, onDeny } = settings;
     if (!reportOnly) closeIfBodyPending(req, res, settings);
+    const failed = logFailed(settings, req);
     let shaped: object | undefined;
     try {
-      shaped = hookBody(onDeny?.(denial, req, res), logRejected(settings, req));
+      shaped = hookBody(onDeny?.(denial, req, res), failed);
     } catch (error) {
-      // The app's own hook failed: the request stops, and its error handler answers
-      // (an enforced deny already closes the connection when a body is pending).
-      if (reportOnly) closeIfBodyPending(req, res, settings);
-      next(error);
-      return false;
+      failed(error); // as Fastify: the default deny, and report-only still goes on
     }
     if (reportOnly) {
       logReportOnly(settings, denial, req);
