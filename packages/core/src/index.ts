@@ -26,6 +26,7 @@ export type {
   GuardSettings,
   PathDenial,
   PathgateInfo,
+  RecordingInfo,
   RequestValues,
 } from './route-guard.js';
 export { compileRouteGuard, RouteGuard } from './route-guard.js';

@@ -44,6 +44,11 @@ export interface PathgateInfo {
   readonly query: CheckedPaths;
   readonly body: CheckedPaths;
   readonly headers: CheckedPaths;
+  readonly files: readonly CheckedFile[];
+}
+
+/** The `PathgateInfo` an adapter fills for one request: it adds the accepted files. */
+export interface RecordingInfo extends PathgateInfo {
   readonly files: CheckedFile[];
 }
 
@@ -220,7 +225,7 @@ export class RouteGuard {
   }
 
   /** A fresh `request.pathgate` for one request. */
-  newInfo(): PathgateInfo {
+  newInfo(): RecordingInfo {
     const { declares } = this;
     return {
       mode: this.mode,

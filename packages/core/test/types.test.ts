@@ -25,6 +25,7 @@ import {
   type PathSpec,
   PermissionPolicy,
   type PermissionPolicyOptions,
+  type RecordingInfo,
   type RouteGuard,
   type RouteGuardOptions,
   resolveSymlinks,
@@ -239,7 +240,9 @@ describe('route guard', () => {
     expectTypeOf(guard).toEqualTypeOf<RouteGuard>();
     expectTypeOf(guard.mode).toEqualTypeOf<FsAccessMode>();
     const info = guard.newInfo();
-    expectTypeOf(info).toEqualTypeOf<PathgateInfo>();
+    expectTypeOf(info).toEqualTypeOf<RecordingInfo>();
+    expectTypeOf(info).toMatchTypeOf<PathgateInfo>();
+    expectTypeOf<PathgateInfo['files']>().toEqualTypeOf<readonly CheckedFile[]>();
     expectTypeOf(info.body).toEqualTypeOf<Readonly<Record<string, string | string[]>>>();
     expectTypeOf(info.body).toEqualTypeOf<CheckedPaths>();
     expectTypeOf(info.files).toEqualTypeOf<CheckedFile[]>();

@@ -1,4 +1,4 @@
-import type { PathgateInfo, RouteGuard } from '@pathgate/core';
+import type { RecordingInfo, RouteGuard } from '@pathgate/core';
 import type { Request } from 'express';
 import type { Deny } from './reply.js';
 
@@ -10,7 +10,7 @@ import type { Deny } from './reply.js';
  */
 export interface RouteState {
   readonly guard: RouteGuard;
-  readonly info: PathgateInfo;
+  readonly info: RecordingInfo;
   readonly deny: Deny;
   /** The route's gate lets denies through (and logs them). */
   readonly reportOnly: boolean;

@@ -68,6 +68,10 @@ describe('types', () => {
       expectTypeOf(req.pathgate).toEqualTypeOf<PathgateInfo | undefined>();
       expectTypeOf(req.pathgate?.params.path).toEqualTypeOf<string | string[] | undefined>();
       expectTypeOf(req.file?.pathgatePath).toEqualTypeOf<string | undefined>();
+      // @ts-expect-error the checked paths are read-only to a handler
+      req.pathgate?.files.push({ field: 'f', filename: 'x', path: '/x' });
+      // @ts-expect-error so are the records
+      if (req.pathgate) req.pathgate.params.path = '/etc/passwd';
       res.end();
     });
   });

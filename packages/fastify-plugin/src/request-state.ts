@@ -1,11 +1,11 @@
-import type { PathDenial, PathgateInfo, RouteGuard } from '@pathgate/core';
+import type { PathDenial, RecordingInfo, RouteGuard } from '@pathgate/core';
 import type { FastifyRequest } from 'fastify';
 
 /** What one guarded request carries between its hooks. */
 export interface RequestState {
   readonly guard: RouteGuard;
   /** What `request.pathgate` returns. */
-  readonly info: PathgateInfo;
+  readonly info: RecordingInfo;
   /**
    * Started by the app-wide hooks (a route the `onRoute` hook never saw), so
    * only those hooks act on it; route-level hooks close over their guard.

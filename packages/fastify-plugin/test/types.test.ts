@@ -96,7 +96,9 @@ describe('request.pathgate', () => {
       if (info === null) return 'unguarded';
       expectTypeOf(info.mode).toEqualTypeOf<'read' | 'write'>();
       expectTypeOf(info.params['*']).toEqualTypeOf<string | string[] | undefined>();
-      expectTypeOf(info.files).toEqualTypeOf<CheckedFile[]>();
+      expectTypeOf(info.files).toEqualTypeOf<readonly CheckedFile[]>();
+      // @ts-expect-error the checked files are read-only to a handler
+      info.files.push(info.files[0] as CheckedFile);
       expectTypeOf<CheckedFile>().toEqualTypeOf<{
         readonly field: string;
         readonly filename: string;
