@@ -111,7 +111,9 @@ export function readAdapterOptions<Handler>(
   options: unknown,
   ownKeys: readonly string[],
 ): { settings: AdapterSettings<Handler>; read: OptionReader } {
-  if (typeof options !== 'object' || options === null) optionError('options must be an object');
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    optionError('options must be an object');
+  }
   const known = new Set<string>([...SHARED, ...LINGER, ...ownKeys]);
   const read = readerOf(options);
   // A key holding undefined counts as absent, known or not (as in PermissionPolicy).

@@ -1,6 +1,7 @@
 import {
   compileRouteGuard,
   type FsAccessMode,
+  optionError,
   type PathSpec,
   type PermissionPolicy,
 } from '@pathgate/core';
@@ -41,6 +42,7 @@ export function pathgate(options: PathgateOptions): Pathgate {
     (mode: FsAccessMode) =>
     (...paths: PathSpec[]): RequestHandler => {
       routes += 1;
+      if (paths.length === 0) optionError(`gate.${mode}() #${routes} needs at least one path spec`);
       const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`, {
         paramSegments: true,
       });

@@ -16,7 +16,7 @@ export type DenyHandling = 'respond' | 'next';
 export interface PathgateLogEntry {
   /**
    * `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring
-   * mistake; `'hook-failed'`: an async `onDeny` rejected (after the reply).
+   * mistake; `'hook-failed'`: `onDeny` threw, or rejected (after the reply).
    */
   readonly event: 'report-only' | 'misconfigured' | 'hook-failed';
   readonly message: string;
@@ -36,8 +36,8 @@ export interface PathgateLogEntry {
  * log, set headers, return an object to send as the 403 body instead of the
  * default one (it must not reveal paths either), or answer itself. In
  * report-only mode, and with `errors: 'next'`, its return value is ignored;
- * a promise is never a body (a rejection is logged as `'hook-failed'`). If
- * it throws, the request stops and the error goes to `next(err)`.
+ * a promise is never a body. A throw or a rejection is logged as
+ * `'hook-failed'`, and the deny goes on as if it had returned nothing.
  */
 export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => unknown;
 

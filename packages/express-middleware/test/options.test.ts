@@ -25,6 +25,7 @@ describe('pathgate(options): bad options throw at once, naming the option', () =
   const ROWS: readonly (readonly [string, unknown, string])[] = [
     ['no options', undefined, 'pathgate: options must be an object'],
     ['null', null, 'pathgate: options must be an object'],
+    ['an array', [], 'pathgate: options must be an object'],
     ['an unknown option', { fs: FS, roots: '/srv' }, 'pathgate: unknown option "roots"'],
     [
       'fs missing',
@@ -125,7 +126,7 @@ describe('gate.read() / gate.write(): route specs are compiled when the middlewa
     const first = thrown(() => gate.read({ params: 'path' }, { body: 'a', query: 'b' } as never));
     expect(first).toBe(`pathgate: route gate.read() #1: paths[1]: ${ONE}`);
     expect(thrown(() => gate.write())).toBe(
-      'pathgate: route gate.write() #2: paths must be a non-empty array',
+      'pathgate: gate.write() #2 needs at least one path spec',
     );
     expect(thrown(() => gate.write({ body: '' }))).toMatch(
       /^pathgate: route gate\.write\(\) #3: paths\[0\]: body must be a non-empty key/,
