@@ -83,11 +83,11 @@ function checkAndAnswer(
   state: RequestState,
   settings: PathgateSettings,
 ): boolean {
-  if (!settings.reportOnly) {
-    const result = checkValues(request, state, undefined);
-    return result.ok || !sendDenial(request, reply, result.denial, settings);
-  }
-  return reportAll(request, reply, state, settings);
+  if (settings.reportOnly) return reportAll(request, reply, state, settings);
+  const result = checkValues(request, state, undefined);
+  if (!result.ok && sendDenial(request, reply, result.denial, settings)) return false;
+  state.checked = true;
+  return true;
 }
 
 /** Report-only: every deny is reported, none stops the others from being checked and recorded. */
@@ -100,6 +100,7 @@ function reportAll(
   const denials: PathDenial[] = [];
   checkValues(request, state, denials); // with `denials`, never a deny of its own
   for (const denial of denials) sendDenial(request, reply, denial, settings);
+  state.checked = true;
   return true;
 }
 
@@ -138,15 +139,49 @@ function passes(
   // The hot path of most routes: checkValues' steps, minus the file checks.
   const result = guard.checkRequest(request, state.info);
   const denial = result.ok ? unreadBody(request, guard) : result.denial;
-  return denial === undefined || !sendDenial(request, reply, denial, settings);
+  if (denial !== undefined && sendDenial(request, reply, denial, settings)) return false;
+  state.checked = true;
+  return true;
 }
 
 /**
- * The handler of a route with neither a file spec nor a `preHandler` hook
- * of its own: the check runs in front of it, where the route's first
- * `preHandler` would run (after every app and plugin hook), with no hook
- * at all. Fastify then skips its hook runner on routes that have no other
- * `preHandler`: up to 3% of a small route's throughput (bench/README.md).
+ * The whole check of a route the `onRoute` hook guarded, from its
+ * `preHandler` hook or its guarded handler. False when the 403 went out. On
+ * a route with a file spec, pathgate's `onRequest` hook started the state;
+ * should another plugin have taken that hook away, it starts here, late:
+ * multipart is wrapped now, and a body it already parsed holds files no
+ * one checked, which deny.
+ */
+function checkRoute(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  guard: RouteGuard,
+  settings: PathgateSettings,
+): boolean {
+  if (!guard.expectsFiles) return passes(request, reply, guard, settings);
+  let state = stateOf(request);
+  if (state === null || state.guard !== guard) {
+    state = startState(request, guard, false);
+    if (startFiles(request, reply, state, settings)) return false;
+  }
+  return checkAndAnswer(request, reply, state, settings);
+}
+
+/** This route's check already passed for this request (in pathgate's `preHandler`). */
+function checkedFor(request: FastifyRequest, guard: RouteGuard): boolean {
+  const state = stateOf(request);
+  return state?.checked === true && state.guard === guard;
+}
+
+/**
+ * The handler of every route the `onRoute` hook guarded. On a route with
+ * neither a file spec nor a `preHandler` hook of its own, the check runs
+ * here, where the route's first `preHandler` would run (after every app and
+ * plugin hook), with no hook at all: Fastify then skips its hook runner on
+ * routes that have no other `preHandler`, up to 3% of a small route's
+ * throughput (bench/README.md). On the others, pathgate's hooks checked
+ * already; should another plugin's `onRoute` hook have taken them away, the
+ * check runs here all the same: the handler never runs unchecked.
  */
 export function guardedHandler(
   handler: RouteHandlerMethod,
@@ -154,7 +189,7 @@ export function guardedHandler(
   settings: PathgateSettings,
 ): RouteHandlerMethod {
   return function pathgateHandler(this: FastifyInstance, request, reply) {
-    if (!passes(request, reply, guard, settings)) return;
+    if (!checkedFor(request, guard) && !checkRoute(request, reply, guard, settings)) return;
     return handler.call(this, request, reply);
   };
 }
@@ -167,32 +202,24 @@ export interface RouteHooks {
 }
 
 /**
- * Route-level hooks for a route the `onRoute` hook saw (`guardRoute` uses
- * `guardedHandler` instead on a route with neither file specs nor a
- * `preHandler` of its own). A route without file specs gets one
- * `preHandler`, which starts the request's state and checks every value. A
- * route with file specs also gets `onRequest` (starts the state, checks
- * early, wraps multipart) and `onSend` (see `createOnSend`).
+ * Route-level hooks for a route the `onRoute` hook saw, with file specs or
+ * a `preHandler` of its own (each such route also gets `guardedHandler`,
+ * which then only tests that the check passed). A route without file specs
+ * gets one `preHandler`, which starts the request's state and checks every
+ * value. A route with file specs also gets `onRequest` (starts the state,
+ * checks early, wraps multipart) and `onSend` (see `createOnSend`).
  */
 export function createRouteHooks(guard: RouteGuard, settings: PathgateSettings): RouteHooks {
-  if (!guard.expectsFiles) {
-    return {
-      preHandler: function pathgatePreHandler(request, reply, done) {
-        if (passes(request, reply, guard, settings)) done();
-      },
-    };
-  }
+  const preHandler: preHandlerHookHandler = function pathgatePreHandler(request, reply, done) {
+    if (checkRoute(request, reply, guard, settings)) done();
+  };
+  if (!guard.expectsFiles) return { preHandler };
   return {
     onRequest: function pathgateOnRequest(request, reply, done) {
       const state = startState(request, guard, false);
       if (!startFiles(request, reply, state, settings)) done();
     },
-    preHandler: function pathgatePreHandler(request, reply, done) {
-      const state = stateOf(request);
-      // Fastify runs the route's onRequest hooks first; fail closed should it not.
-      if (state === null) return done(new Error('pathgate: the route onRequest hook did not run'));
-      if (checkAndAnswer(request, reply, state, settings)) done();
-    },
+    preHandler,
     onSend: createOnSend(settings, false),
   };
 }

@@ -61,12 +61,13 @@ function ownHooks(current: unknown): unknown[] {
 }
 
 /**
- * `onRoute`: guards a route that declares paths. A route with neither a
- * file spec nor a `preHandler` of its own gets its handler wrapped
- * (`guardedHandler`); any other gets route-level hooks, each the route's
- * first of its kind. Either way the check comes after the hooks of the
- * application and its plugins (Fastify runs those before any route-level
- * hook) and before the route's own, which see checked values.
+ * `onRoute`: guards a route that declares paths. Its handler is always
+ * wrapped (`guardedHandler`). A route with a file spec or a `preHandler` of
+ * its own also gets route-level hooks, each the route's first of its kind,
+ * which check first; the guarded handler then only tests that they did.
+ * Either way the check comes after the hooks of the application and its
+ * plugins (Fastify runs those before any route-level hook) and before the
+ * route's own, which see checked values.
  */
 export function guardRoute(
   route: RouteOptions,
@@ -74,10 +75,8 @@ export function guardRoute(
   settings: PathgateSettings,
 ): void {
   const options = route as unknown as Record<string, unknown>;
-  // A handler copied from another guarded route's options: its own, unwrapped.
-  route.handler = wrappedHandlers.get(route.handler) ?? route.handler;
-  const wrap = !guard.expectsFiles && ownHooks(options.preHandler).length === 0;
-  const hooks: Partial<RouteHooks> = wrap ? {} : createRouteHooks(guard, settings);
+  const needsHooks = guard.expectsFiles || ownHooks(options.preHandler).length > 0;
+  const hooks: Partial<RouteHooks> = needsHooks ? createRouteHooks(guard, settings) : {};
   for (const name of HOOK_NAMES) {
     const hook = hooks[name];
     if (options[name] === undefined && hook === undefined) continue;
@@ -88,8 +87,9 @@ export function guardRoute(
     }
     options[name] = list;
   }
-  if (!wrap) return;
-  const handler = guardedHandler(route.handler, guard, settings);
-  wrappedHandlers.set(handler, route.handler);
+  // A handler copied from another guarded route's options: its own, unwrapped.
+  const own = wrappedHandlers.get(route.handler) ?? route.handler;
+  const handler = guardedHandler(own, guard, settings);
+  wrappedHandlers.set(handler, own);
   route.handler = handler;
 }

@@ -11,6 +11,11 @@ export interface RequestState {
    * only those hooks act on it; route-level hooks close over their guard.
    */
   readonly appWide: boolean;
+  /**
+   * Every value passed (or was reported): the guarded handler then runs the
+   * route's handler without checking again.
+   */
+  checked: boolean;
   /** A multipart file was refused: later multipart calls throw the same deny. */
   refused: PathDenial | undefined;
   /** The 403 body of a deny thrown out of a multipart iteration, for `onSend`. */
@@ -36,6 +41,7 @@ export function startState(
     guard,
     info: guard.newInfo(),
     appWide,
+    checked: false,
     refused: undefined,
     thrownBody: undefined,
   };

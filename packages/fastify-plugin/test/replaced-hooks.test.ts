@@ -1,0 +1,267 @@
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import fp from 'fastify-plugin';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type DenyHandler, type RouteGuardOptions } from '../src/index.js';
+import { denied, filesIn, listen, newApp, postJson, postMultipart, sandbox } from './helpers.js';
+
+// Another plugin's onRoute hook, registered after pathgate, runs after
+// pathgate's and may replace what it put on the route: the route's hooks or
+// its handler. A declared route must still be checked before its handler
+// runs, once, or be denied: the guard never depends on those hooks leaving
+// pathgate's in place.
+
+const RULES = ['./public/**', 'rw:./uploads/**'];
+const READ_N: RouteGuardOptions = { mode: 'read', paths: [{ params: 'n' }] };
+const UPLOAD: RouteGuardOptions = {
+  mode: 'write',
+  paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
+};
+
+/** Marks the routes the replacing hook acts on, as an auth plugin's option would. */
+const AUTH = { auth: true };
+
+type Replace = (route: RouteOptions) => void;
+
+/** An onRoute hook that applies `replace` to the routes marked with `AUTH`. */
+const onAuthRoute =
+  (replace: Replace) =>
+  (route: RouteOptions): void => {
+    if ((route.config as { auth?: boolean } | undefined)?.auth) replace(route);
+  };
+
+const replacePreHandler: Replace = (route) => {
+  route.preHandler = async () => {};
+};
+
+/** A pathgate app whose resolver counts the values checked: one call per value, per check. */
+async function gatedApp(options: { onDeny?: DenyHandler; reportOnly?: boolean } = {}) {
+  const app = newApp();
+  const root = sandbox();
+  const count = { checks: 0, calls: 0 };
+  const resolve = (path: string) => {
+    count.checks++;
+    return path;
+  };
+  await app.register(pathgate, { root, fs: RULES, resolve, ...options });
+  count.checks = 0; // the root, resolved once at registration
+  return { app, root, count };
+}
+
+/** `GET /own/:n` with a preHandler of its own, marked for the replacing hook; counts handler calls. */
+function declareOwn(app: FastifyInstance, count: { calls: number }): void {
+  app.get(
+    '/own/:n',
+    { preHandler: async () => {}, config: { ...AUTH, pathgate: READ_N } },
+    async () => {
+      count.calls++;
+      return 'ran';
+    },
+  );
+}
+
+async function expectGuarded(app: FastifyInstance, count: { calls: number }): Promise<void> {
+  const bad = await app.inject({ method: 'GET', url: '/own/etc' });
+  expect(bad.statusCode).toBe(403);
+  expect(bad.json()).toEqual(denied('params.n', 'path-not-in-allowlist'));
+  expect(count.calls).toBe(0);
+  const ok = await app.inject({ method: 'GET', url: '/own/public%2Fa' });
+  expect([ok.statusCode, ok.body]).toEqual([200, 'ran']);
+  expect(count.calls).toBe(1);
+}
+
+describe("another plugin's onRoute hook replaces pathgate's preHandler", () => {
+  it('the repro: the route is still checked before its handler, once', async () => {
+    const { app, count } = await gatedApp();
+    app.addHook('onRoute', onAuthRoute(replacePreHandler));
+    declareOwn(app, count);
+    await expectGuarded(app, count);
+    expect(count.checks).toBe(2); // one value per request, checked once
+  });
+
+  it.each<[string, Replace]>([
+    ['a function', replacePreHandler],
+    [
+      'an empty list',
+      (route) => {
+        route.preHandler = [];
+      },
+    ],
+    ['nothing (deleted)', (route) => void delete route.preHandler],
+    ['the list emptied in place', (route) => void (route.preHandler as unknown[]).splice(0)],
+    [
+      'every hook of every kind removed',
+      (route) => {
+        for (const name of ['onRequest', 'preHandler', 'onSend'] as const) delete route[name];
+      },
+    ],
+  ])('replaced with %s', async (_name, replace) => {
+    const { app, count } = await gatedApp();
+    app.addHook('onRoute', onAuthRoute(replace));
+    declareOwn(app, count);
+    await expectGuarded(app, count);
+  });
+
+  it.each<[string, (app: FastifyInstance, count: { calls: number }) => Promise<void> | void]>([
+    [
+      'from a fastify-plugin plugin registered after pathgate',
+      async (app, count) => {
+        await app.register(
+          fp(async (instance) => {
+            instance.addHook('onRoute', onAuthRoute(replacePreHandler));
+          }),
+        );
+        declareOwn(app, count);
+      },
+    ],
+    [
+      'in the child context that declares the route',
+      (app, count) => {
+        app.register(async (child) => {
+          child.addHook('onRoute', onAuthRoute(replacePreHandler));
+          declareOwn(child, count);
+        });
+      },
+    ],
+    [
+      'in a parent context of the route',
+      (app, count) => {
+        app.register(async (parent) => {
+          parent.addHook('onRoute', onAuthRoute(replacePreHandler));
+          parent.register(async (child) => declareOwn(child, count), { prefix: '' });
+        });
+      },
+    ],
+  ])('the replacing hook %s', async (_name, declare) => {
+    const { app, count } = await gatedApp();
+    await declare(app, count);
+    await expectGuarded(app, count);
+  });
+
+  it('with the app-wide hooks installed too (a route declared before pathgate)', async () => {
+    const app = newApp();
+    app.get('/early', async () => 'early');
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    app.addHook('onRoute', onAuthRoute(replacePreHandler));
+    const count = { calls: 0 };
+    declareOwn(app, count);
+    await expectGuarded(app, count);
+  });
+
+  it('the replacing hook registered before pathgate: pathgate sees its preHandler, and guards', async () => {
+    const app = newApp();
+    app.addHook('onRoute', onAuthRoute(replacePreHandler));
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    const count = { calls: 0 };
+    declareOwn(app, count);
+    await expectGuarded(app, count);
+  });
+
+  it('replaced with a preHandler that answers early: its answer, else the check', async () => {
+    const denials: string[] = [];
+    const { app, count } = await gatedApp({ onDeny: (denial) => void denials.push(denial.label) });
+    app.addHook(
+      'onRoute',
+      onAuthRoute((route) => {
+        route.preHandler = [
+          (req, reply, done) => {
+            if (req.headers['x-early'] === undefined) return done();
+            reply.code(401).send({ early: true });
+          },
+        ];
+      }),
+    );
+    declareOwn(app, count);
+    const early = await app.inject({ url: '/own/etc', headers: { 'x-early': '1' } });
+    expect([early.statusCode, early.json()]).toEqual([401, { early: true }]);
+    expect([count.calls, count.checks, denials]).toEqual([0, 0, []]);
+    const bad = await app.inject({ url: '/own/etc' });
+    expect(bad.json()).toEqual(denied('params.n', 'path-not-in-allowlist'));
+    expect([count.calls, denials]).toEqual([0, ['params.n']]);
+  });
+});
+
+describe('routes no other hook touches keep working, checked once', () => {
+  it.each([
+    ['without a preHandler', false],
+    ['with a preHandler of its own', true],
+  ])('a route %s: allowed once, denied, report-only reported once', async (_name, own) => {
+    for (const reportOnly of [false, true]) {
+      const denials: string[] = [];
+      const { app, count } = await gatedApp({
+        reportOnly,
+        onDeny: (denial) => void denials.push(denial.label),
+      });
+      const preHandler = own ? [async () => {}] : [];
+      app.get('/r/:n', { preHandler, config: { pathgate: READ_N } }, async () => {
+        count.calls++;
+        return 'ran';
+      });
+      const ok = await app.inject({ url: '/r/public%2Fa' });
+      expect([ok.statusCode, ok.body, count.calls, count.checks]).toEqual([200, 'ran', 1, 1]);
+      const bad = await app.inject({ url: '/r/etc' });
+      expect(bad.statusCode).toBe(reportOnly ? 200 : 403);
+      expect([count.calls, count.checks, denials]).toEqual([reportOnly ? 2 : 1, 2, ['params.n']]);
+    }
+  });
+});
+
+describe('on a route with a file spec, the hooks pathgate added are removed', () => {
+  /** `POST /up/:dir`, which stores its one file where pathgate says, marked for the hook. */
+  async function uploadApp(attachFieldsToBody: boolean, replace: Replace) {
+    const { app, root, count } = await gatedApp();
+    await app.register(multipart, { preservePath: true, attachFieldsToBody });
+    app.addHook('onRoute', onAuthRoute(replace));
+    app.post('/up/:dir', { config: { ...AUTH, pathgate: UPLOAD } }, async (req) => {
+      count.calls++;
+      if (attachFieldsToBody) return 'ran';
+      const part = await req.file();
+      if (part === undefined) return 'none';
+      await pipeline(part.file, createWriteStream(part.pathgatePath as string));
+      return 'stored';
+    });
+    return { port: await listen(app), root, count };
+  }
+
+  const without =
+    (...names: ('onRequest' | 'preHandler' | 'onSend')[]): Replace =>
+    (route) => {
+      for (const name of names) delete route[name];
+    };
+  const part = (filename: string) => [
+    { disposition: `name="f"; filename="${filename}"`, data: 'x' },
+  ];
+
+  it.each([
+    ['every hook', without('onRequest', 'preHandler', 'onSend')],
+    ['onRequest and preHandler', without('onRequest', 'preHandler')],
+    ['onRequest', without('onRequest')],
+    ['preHandler', without('preHandler')],
+  ])(
+    'streaming, without %s: a denied param or filename is refused, nothing is stored',
+    async (_name, replace) => {
+      const { port, root, count } = await uploadApp(false, replace);
+      const param = await postMultipart(port, '/up/..%2F..', part('a.txt'));
+      expect(param.json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
+      expect(count.calls).toBe(0);
+      // Not multipart: the required file is missing.
+      const json = await postJson(port, '/up/uploads', {});
+      expect(json.json).toEqual(denied('file *', 'missing-path'));
+      expect(count.calls).toBe(0);
+      const name = await postMultipart(port, '/up/uploads', part('../../evil.txt'));
+      expect([name.status, (name.json as { code: string }).code]).toEqual([403, 'PATHGATE_DENIED']);
+      const ok = await postMultipart(port, '/up/uploads', part('good.txt'));
+      expect([ok.status, ok.text]).toEqual([200, 'stored']);
+      expect(filesIn(root)).toEqual(['uploads/good.txt']);
+    },
+  );
+
+  it('attachFieldsToBody, every hook removed: files parsed unchecked deny, the handler never runs', async () => {
+    const { port, count } = await uploadApp(true, without('onRequest', 'preHandler', 'onSend'));
+    const res = await postMultipart(port, '/up/uploads', part('good.txt'));
+    expect(res.json).toEqual(denied('file', 'unexpected-file'));
+    expect(count.calls).toBe(0);
+  });
+});
