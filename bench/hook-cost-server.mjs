@@ -87,7 +87,10 @@ async function fastifyServer() {
     if (handCheck === undefined) return;
     const guarded = route.handler;
     if (guarded === handler) throw new Error(`${route.url}: pathgate did not guard the handler`);
-    route.handler = function timedChecks(request, reply) {
+    // Defined, not assigned: pathgate guards a handler assigned after its
+    // onRoute hook ran, so the check would run before the timers, and the
+    // timed call would only find the request checked already.
+    const timedChecks = function timedChecks(request, reply) {
       const checks = {
         empty: (go) => go(),
         hand: (go) => (handCheck(request) ? go() : undefined),
@@ -103,6 +106,7 @@ async function fastifyServer() {
       if (runChecks(checks)) reply.send(OK);
       else if (!reply.sent) reply.code(500).send({ problem });
     };
+    Object.defineProperty(route, 'handler', { value: timedChecks, writable: true });
   });
   const config = {
     param: { pathgate: DECLARATIONS.param },

@@ -61,8 +61,35 @@ function ownHooks(current: unknown): unknown[] {
 }
 
 /**
+ * The route's handler, guarded for good: `guardedHandler` around the
+ * route's own, and around any handler another plugin's `onRoute` hook (run
+ * after pathgate's) sets in its place, a stub or a wrapper of pathgate's.
+ * Fastify reads `route.handler` once, after the `onRoute` hooks.
+ */
+function guardHandler(route: RouteOptions, guard: RouteGuard, settings: PathgateSettings): void {
+  const guarded = (handler: RouteHandlerMethod): RouteHandlerMethod => {
+    // A handler copied from another guarded route's options: its own, unwrapped.
+    const own = wrappedHandlers.get(handler) ?? handler;
+    const wrapped = guardedHandler(own, guard, settings);
+    wrappedHandlers.set(wrapped, own);
+    return wrapped;
+  };
+  let current: unknown = guarded(route.handler);
+  Object.defineProperty(route, 'handler', {
+    configurable: true,
+    enumerable: true,
+    get: () => current,
+    set(handler: unknown) {
+      if (handler === current) return;
+      // Not a function: Fastify refuses the route at startup.
+      current = typeof handler === 'function' ? guarded(handler as RouteHandlerMethod) : handler;
+    },
+  });
+}
+
+/**
  * `onRoute`: guards a route that declares paths. Its handler is always
- * wrapped (`guardedHandler`). A route with a file spec or a `preHandler` of
+ * guarded (`guardHandler`). A route with a file spec or a `preHandler` of
  * its own also gets route-level hooks, each the route's first of its kind,
  * which check first; the guarded handler then only tests that they did.
  * Either way the check comes after the hooks of the application and its
@@ -87,9 +114,5 @@ export function guardRoute(
     }
     options[name] = list;
   }
-  // A handler copied from another guarded route's options: its own, unwrapped.
-  const own = wrappedHandlers.get(route.handler) ?? route.handler;
-  const handler = guardedHandler(own, guard, settings);
-  wrappedHandlers.set(handler, own);
-  route.handler = handler;
+  guardHandler(route, guard, settings);
 }

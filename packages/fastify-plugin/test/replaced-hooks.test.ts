@@ -183,6 +183,67 @@ describe("another plugin's onRoute hook replaces pathgate's preHandler", () => {
   });
 });
 
+describe("another plugin's onRoute hook replaces the handler pathgate guarded", () => {
+  /** `GET /plain/:n`, with no preHandler: pathgate's guard lives in its handler alone. */
+  function declarePlain(app: FastifyInstance, count: { calls: number }): void {
+    app.get('/plain/:n', { config: { ...AUTH, pathgate: READ_N } }, async () => {
+      count.calls++;
+      return 'ran';
+    });
+  }
+
+  it.each([
+    ['on a route without a preHandler', declarePlain, '/plain'],
+    ['on a route with a preHandler of its own, removed too', declareOwn, '/own'],
+  ])('a stub handler in its place is guarded too (%s)', async (_name, declare, url) => {
+    const { app, count } = await gatedApp();
+    let stubbed = 0;
+    app.addHook(
+      'onRoute',
+      onAuthRoute((route) => {
+        delete route.preHandler;
+        route.handler = async () => {
+          stubbed++;
+          return 'stub';
+        };
+      }),
+    );
+    declare(app, count);
+    const bad = await app.inject({ url: `${url}/etc` });
+    expect(bad.json()).toEqual(denied('params.n', 'path-not-in-allowlist'));
+    const ok = await app.inject({ url: `${url}/public%2Fa` });
+    expect([ok.statusCode, ok.body]).toEqual([200, 'stub']);
+    expect([stubbed, count.calls, count.checks]).toEqual([1, 0, 2]);
+  });
+
+  it('a wrapper that calls the guarded handler: checked once, the handler called once', async () => {
+    const denials: string[] = [];
+    const { app, count } = await gatedApp({
+      reportOnly: true,
+      onDeny: (denial) => void denials.push(denial.label),
+    });
+    let wrapped = 0;
+    app.addHook(
+      'onRoute',
+      onAuthRoute((route) => {
+        const inner = route.handler;
+        route.handler = function traced(this: FastifyInstance, req, reply) {
+          wrapped++;
+          return inner.call(this, req, reply);
+        };
+      }),
+    );
+    declarePlain(app, count);
+    declareOwn(app, count);
+    for (const url of ['/plain/public%2Fa', '/own/public%2Fa', '/plain/etc', '/own/etc']) {
+      const res = await app.inject({ url });
+      expect([res.statusCode, res.body]).toEqual([200, 'ran']);
+    }
+    expect([wrapped, count.calls, count.checks]).toEqual([4, 4, 4]);
+    expect(denials).toEqual(['params.n', 'params.n']);
+  });
+});
+
 describe('routes no other hook touches keep working, checked once', () => {
   it.each([
     ['without a preHandler', false],
