@@ -145,6 +145,23 @@ function passes(
 }
 
 /**
+ * After a late start: a multipart body already parsed (attachFieldsToBody)
+ * went past the wrappers, and past their last step, the required files'
+ * check, made here. A body holding files was denied already (`checkFiles`).
+ */
+function parsedFilesMet(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
+  settings: PathgateSettings,
+): boolean {
+  const { body } = request;
+  if (body === undefined || !isMultipart(request) || holdsUncheckedFile(body)) return true;
+  const result = state.guard.checkMissingFiles(state.info.files);
+  return result.ok || !sendDenial(request, reply, result.denial, settings);
+}
+
+/**
  * The whole check of a route the `onRoute` hook guarded, from its
  * `preHandler` hook or its guarded handler. False when the 403 went out. On
  * a route with a file spec, pathgate's `onRequest` hook started the state;
@@ -159,12 +176,12 @@ function checkRoute(
   settings: PathgateSettings,
 ): boolean {
   if (!guard.expectsFiles) return passes(request, reply, guard, settings);
-  let state = stateOf(request);
-  if (state === null || state.guard !== guard) {
-    state = startState(request, guard, false);
-    if (startFiles(request, reply, state, settings)) return false;
-  }
-  return checkAndAnswer(request, reply, state, settings);
+  const started = stateOf(request);
+  const late = started === null || started.guard !== guard;
+  const state = late ? startState(request, guard, false) : started;
+  if (late && startFiles(request, reply, state, settings)) return false;
+  if (!checkAndAnswer(request, reply, state, settings)) return false;
+  return !late || parsedFilesMet(request, reply, state, settings);
 }
 
 /** This route's check already passed for this request (in pathgate's `preHandler`). */

@@ -323,6 +323,9 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     const { port, count } = await uploadApp(true, without('onRequest', 'preHandler', 'onSend'));
     const res = await postMultipart(port, '/up/uploads', part('good.txt'));
     expect(res.json).toEqual(denied('file', 'unexpected-file'));
+    // No file at all: the required one is missing, though no wrapper saw the parts.
+    const none = await postMultipart(port, '/up/uploads', [{ disposition: 'name="a"', data: 'x' }]);
+    expect(none.json).toEqual(denied('file *', 'missing-path'));
     expect(count.calls).toBe(0);
   });
 });
