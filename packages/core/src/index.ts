@@ -32,4 +32,5 @@ export type {
 export { compileRouteGuard, RouteGuard } from './route-guard.js';
 // The adapters' shared request guard: one decision for Fastify and Express.
 export type { PathSource, PathSpec, RouteGuardOptions } from './route-spec.js';
+export { requiredParams } from './route-spec.js';
 export type { Selector } from './selector.js';

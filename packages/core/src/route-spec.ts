@@ -30,6 +30,19 @@ export type PathSpec =
   /** Multipart file parts' filenames: by field name, or `true` for every file. */
   | (SpecCommon & OnlySource<'file', string | true>);
 
+/**
+ * The route parameters a declaration's required `params` specs name (a
+ * selector's first key): a route without one of them denies every request.
+ * An optional spec may name a parameter only some routes have (a
+ * declaration shared by `/list` and `/list/:dir`).
+ */
+export function requiredParams(paths: readonly PathSpec[]): string[] {
+  return paths.flatMap((spec) => {
+    if (!('params' in spec) || spec.params === undefined || spec.optional === true) return [];
+    return [String(typeof spec.params === 'string' ? spec.params : spec.params[0])];
+  });
+}
+
 /** What a route declares: the mode its paths are used in, and where they come from. */
 export interface RouteGuardOptions {
   mode: FsAccessMode;

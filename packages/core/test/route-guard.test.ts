@@ -12,6 +12,7 @@ import {
   type RequestValues,
   type RouteGuard,
   type RouteGuardOptions,
+  requiredParams,
 } from '../src/index.js';
 import { runGuard } from './guard-run.js';
 
@@ -1240,5 +1241,21 @@ describe('denyBody', () => {
         { numRuns: 400 },
       );
     });
+  });
+});
+
+describe('requiredParams', () => {
+  it("names each required params spec's parameter (a list selector's first key), in order", () => {
+    expect(
+      requiredParams([
+        { params: '*' },
+        { query: 'q' },
+        { params: ['dir', 0] },
+        { body: 'to', under: 'uploads' },
+        { params: 'file', optional: true },
+        { params: 'name', optional: false },
+      ]),
+    ).toEqual(['*', 'dir', 'name']);
+    expect(requiredParams([{ file: true }])).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import {
   type PermissionPolicy,
   type RouteGuard,
   type RouteGuardOptions,
+  requiredParams,
 } from '@pathgate/core';
 import type { FastifyRequest, RouteOptions } from 'fastify';
 
@@ -21,6 +22,36 @@ export function routeLabel(method: unknown, url: unknown): string {
 const kRouteGuarded: unique symbol = Symbol('pathgate.routeGuarded');
 
 type MarkedConfig = { [kRouteGuarded]?: true; pathgate?: RouteGuardOptions };
+
+/**
+ * The parameter names of a route URL in find-my-way's syntax: `:name`,
+ * `:name?`, `:from-:to`, `:file.:ext` (`::` is a literal colon) and `*`.
+ * Undefined for a URL with a regex parameter, which this does not parse.
+ */
+function urlParams(url: string): ReadonlySet<string> | undefined {
+  if (url.includes('(')) return undefined;
+  const names = new Set<string>();
+  for (const [, name] of url.replaceAll('::', '').matchAll(/:([^/:?.-]+)/g))
+    names.add(name as string);
+  if (url.includes('*')) names.add('*');
+  return names;
+}
+
+/**
+ * A `params` spec must name a parameter of the route's URL: one that names
+ * none (a typo, or Express's `path` for Fastify's `*`) would deny every
+ * request with `missing-path`, which looks like an attack, not a mistake.
+ */
+function checkParamNames(route: RouteOptions, declaration: RouteGuardOptions): void {
+  const names = urlParams(String(route.url));
+  if (names === undefined) return;
+  const unknown = requiredParams(declaration.paths).find((name) => !names.has(name));
+  if (unknown === undefined) return;
+  const has = names.size === 0 ? 'none' : [...names].join(', ');
+  throw new TypeError(
+    `pathgate: route ${routeLabel(route.method, route.url)}: params "${unknown}" is not a parameter of this route (its parameters: ${has})`,
+  );
+}
 
 /**
  * Each route's compiled guard, keyed by its declaration (the `config.pathgate`
@@ -42,6 +73,7 @@ export class RouteGuards {
     if (declaration === undefined) return undefined;
     const guard = this.compile(declaration, () => routeLabel(route.method, route.url));
     if (guard instanceof Error) throw guard;
+    checkParamNames(route, declaration);
     return guard;
   }
 

@@ -137,6 +137,43 @@ describe('a bad declaration stops startup, naming the route and the selector', (
   });
 });
 
+describe("a params spec must name a parameter of the route's URL", () => {
+  const declare = async (url: string, ...names: string[]) => {
+    const app = newApp();
+    await withPlugin(app);
+    const paths = names.map((name) => ({ params: name }));
+    return () => app.get(url, { config: { pathgate: { mode: 'read', paths } } }, async () => 'ok');
+  };
+
+  it.each([
+    ['/files/*', 'path', '*'],
+    ['/t/:file', 'name', 'file'],
+    ['/t/:file', '*', 'file'],
+    ['/plain', 'file', 'none'],
+    ['/x::y/:id', 'y', 'id'],
+  ])(
+    '%s with params %s: a TypeError naming the route and its parameters',
+    async (url, name, has) => {
+      const route = await declare(url, name);
+      expect(route).toThrow(
+        `pathgate: route GET ${url}: params "${name}" is not a parameter of this route (its parameters: ${has})`,
+      );
+    },
+  );
+
+  it.each([
+    ['/files/*', ['*']],
+    ['/near/:lat-:lng', ['lat', 'lng']],
+    ['/f/:file.:ext', ['file', 'ext']],
+    ['/opt/:dir/:file?', ['dir', 'file']],
+    ['/x::y/:id', ['id']],
+    // A regex parameter is not parsed here: its names are not checked.
+    ['/r/:id(^\\d+)', ['anything']],
+  ])('%s with params %j: accepted', async (url, names) => {
+    expect(await declare(url, ...names)).not.toThrow();
+  });
+});
+
 describe('fail closed: every declared route is guarded, whatever the order', () => {
   async function probe(app: FastifyInstance, root: string, url: string, calls: () => number) {
     const port = await listen(app);
