@@ -4,6 +4,7 @@ import {
   optionError,
   type PathSpec,
   type PermissionPolicy,
+  requiredParams,
 } from '@pathgate/core';
 import type { RequestHandler } from 'express';
 import type { Multer, StorageEngine } from 'multer';
@@ -46,7 +47,8 @@ export function pathgate(options: PathgateOptions): Pathgate {
       const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`, {
         paramSegments: true,
       });
-      return routeMiddleware({ guard, values: valuesReader(paths), deny, settings });
+      const values = valuesReader(paths);
+      return routeMiddleware({ guard, values, deny, settings, params: requiredParams(paths) });
     };
   const diskStorage = (storageOptions?: DiskStorageOptions) =>
     safeDiskStorage(policy.root, storageOptions);

@@ -39,6 +39,30 @@ export interface RouteMiddlewareParts {
   readonly values: ValuesReader;
   readonly deny: Deny;
   readonly settings: Settings;
+  /** The route parameters the required specs name (see `requiredParams`). */
+  readonly params: readonly string[];
+}
+
+/**
+ * Logs once, on a deny, that a spec names a parameter the route does not
+ * have (a typo, or a gate in `app.use()`, where Express fills no params):
+ * every request would be denied, and without this nothing would say why.
+ */
+function unknownParamsWarner(settings: Settings, names: readonly string[]) {
+  let warned = names.length === 0;
+  return (req: Request) => {
+    if (warned) return;
+    const params: object = req.params ?? {};
+    const unknown = names.find((name) => !Object.hasOwn(params, name));
+    if (unknown === undefined) return;
+    warned = true;
+    settings.log({
+      event: 'misconfigured',
+      message: `params "${unknown}" is not a parameter of this route (${req.route?.path ?? 'no route: a gate in app.use() gets no params'}): every request is denied`,
+      method: req.method,
+      url: req.originalUrl,
+    });
+  };
 }
 
 /**
@@ -53,11 +77,13 @@ export function routeMiddleware({
   values,
   deny,
   settings,
+  params,
 }: RouteMiddlewareParts): RequestHandler {
   const { reportOnly } = settings;
   const { expectsFiles } = guard;
   // What a deny names when no gate.multer() will read the body these specs need.
   const unreadLabel = guard.bodyLabel ?? guard.fileLabel;
+  const warnUnknownParams = unknownParamsWarner(settings, params);
   let warned = false;
   const warnUnparsed = (req: Request) => {
     if (warned) return;
@@ -97,6 +123,7 @@ export function routeMiddleware({
     const refused = result.ok ? denials : [...(denials ?? []), result.denial];
     if (refused !== undefined && refused.length > 0) {
       if (unread) warnUnparsed(req);
+      warnUnknownParams(req);
       for (const denial of refused) if (!deny(denial, req, res, next)) return;
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });

@@ -2,7 +2,7 @@ import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import express, { type Express } from 'express';
 import supertest from 'supertest';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { type PathgateOptions, pathgate } from '../src/index.js';
+import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
 
 // Every source (params, query, body, headers), each deny reason, missing and
 // optional values, and modes, through supertest. The handler counts its
@@ -420,5 +420,34 @@ describe('a route reads only the request parts its specs name', () => {
     const res = await supertest(app).get('/index/docs/a.txt').expect(403);
     expect(res.body).toEqual(denied('missing-path', 'params.path.0'));
     expect(calls).toBe(0);
+  });
+});
+
+describe('a required params spec naming no parameter of the route', () => {
+  it('denies (missing-path) and logs the mistake once per gate, naming the route', async () => {
+    const logs: PathgateLogEntry[] = [];
+    const gate = pathgate({ root: ROOT, fs: FS, log: (entry) => logs.push(entry) });
+    const app = express();
+    const ok: express.RequestHandler = (_req, res) => {
+      res.json({ ok: true });
+    };
+    app.get('/typo/:file', gate.read({ params: 'fiel', under: 'docs' }), ok);
+    app.use('/mounted', gate.read({ params: 'path' }), ok);
+    app.get('/right/:file', gate.read({ params: 'file', under: 'docs' }), ok);
+    for (const path of ['/typo/a.txt', '/typo/b.txt', '/mounted/a', '/right/..%2F..%2Fx']) {
+      await supertest(app).get(path).expect(403);
+    }
+    expect(logs.map((entry) => [entry.event, entry.message, entry.url])).toEqual([
+      [
+        'misconfigured',
+        'params "fiel" is not a parameter of this route (/typo/:file): every request is denied',
+        '/typo/a.txt',
+      ],
+      [
+        'misconfigured',
+        'params "path" is not a parameter of this route (no route: a gate in app.use() gets no params): every request is denied',
+        '/mounted/a',
+      ],
+    ]);
   });
 });
