@@ -415,7 +415,7 @@ describe('removing stored files when the request fails later', () => {
     expect(filesUnder(site.root)).toEqual([]);
   });
 
-  it('a client that disconnects mid-file: the half-written file is removed, the error handler runs once', async () => {
+  it('a client that disconnects mid-file: the half-written file is removed and closed, the error handler runs once', async () => {
     site.errors.length = 0;
     const req = http.request({
       host: '127.0.0.1',
@@ -436,5 +436,19 @@ describe('removing stored files when the request fails later', () => {
     await vi.waitFor(() => expect(site.errors).toHaveLength(1));
     expect(site.errors[0]).toMatchObject({ storageErrors: [] });
     expect(filesUnder(site.root)).toEqual([]);
+    // Its descriptor too: an unlinked file left open would hold its blocks (and an fd) for good.
+    await vi.waitFor(() => expect(descriptorsUnder(site.root)).toEqual([]));
   });
 });
+
+/** This process's open file descriptors on files below `dir` (Linux: /proc/self/fd). */
+function descriptorsUnder(dir: string): string[] {
+  return readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(`${dir}/`) ? [target] : [];
+    } catch {
+      return []; // closed since the listing
+    }
+  });
+}
