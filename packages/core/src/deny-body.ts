@@ -25,18 +25,24 @@ export function denyBody(denial: PathDenial): DenyBody {
 }
 
 /**
- * The 403 body an `onDeny` hook chose: the object it returned, or undefined
- * for the default body. A promise is no body: an async hook settles after
- * the reply is decided. Its rejection goes to `onRejected`, so a failing
- * async hook cannot crash the process with an unhandled rejection.
+ * Calls an `onDeny` hook and answers the 403 body it chose: the object it
+ * returned, or undefined for the default body. A promise is no body: an
+ * async hook settles after the reply is decided. A throw, or a rejection,
+ * goes to `onFailed` and the default body is used, so a failing hook can
+ * neither become a 500 nor crash the process with an unhandled rejection.
  */
 export function hookBody(
-  returned: unknown,
-  onRejected: (error: unknown) => void,
+  call: () => unknown,
+  onFailed: (error: unknown) => void,
 ): object | undefined {
-  if (typeof returned !== 'object' || returned === null) return undefined;
-  const { then } = returned as { then?: unknown };
-  if (typeof then !== 'function') return returned;
-  (then as PromiseLike<unknown>['then']).call(returned, undefined, onRejected);
+  try {
+    const returned = call();
+    if (typeof returned !== 'object' || returned === null) return undefined;
+    const { then } = returned as { then?: unknown };
+    if (typeof then !== 'function') return returned;
+    (then as PromiseLike<unknown>['then']).call(returned, undefined, onFailed);
+  } catch (error) {
+    onFailed(error);
+  }
   return undefined;
 }

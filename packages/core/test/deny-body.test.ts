@@ -13,36 +13,71 @@ describe('denyBody', () => {
   });
 });
 
-describe("hookBody: what an onDeny hook's return value makes of the 403 body", () => {
+describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
   const never = () => {
     throw new Error('onRejected must not be called');
   };
 
   it('an object is the body; anything else that is not a promise means the default', () => {
     const own = { error: 'no' };
-    expect(hookBody(own, never)).toBe(own);
+    expect(hookBody(() => own, never)).toBe(own);
     for (const value of [undefined, null, 0, 'text', true, () => ({})]) {
-      expect(hookBody(value, never)).toBeUndefined();
+      expect(hookBody(() => value, never)).toBeUndefined();
     }
   });
 
   it('a promise is no body, even one that resolves to an object', async () => {
-    expect(hookBody(Promise.resolve({ error: 'late' }), never)).toBeUndefined();
+    expect(hookBody(() => Promise.resolve({ error: 'late' }), never)).toBeUndefined();
     await new Promise((resolve) => setImmediate(resolve));
   });
 
-  it("a rejecting promise's error goes to onRejected, not to an unhandled rejection", async () => {
+  it('a throw goes to onFailed, as does a throwing then getter: the default body', () => {
+    const seen: unknown[] = [];
+    const error = new Error('sink down');
+    expect(
+      hookBody(
+        () => {
+          throw error;
+        },
+        (e) => seen.push(e),
+      ),
+    ).toBeUndefined();
+    const trap = Object.defineProperty({}, 'then', {
+      get() {
+        throw 'getter';
+      },
+    });
+    expect(
+      hookBody(
+        () => trap,
+        (e) => seen.push(e),
+      ),
+    ).toBeUndefined();
+    expect(seen).toEqual([error, 'getter']);
+  });
+
+  it("a rejecting promise's error goes to onFailed, not to an unhandled rejection", async () => {
     const seen: unknown[] = [];
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
       const error = new Error('sink down');
-      expect(hookBody(Promise.reject(error), (e) => seen.push(e))).toBeUndefined();
+      expect(
+        hookBody(
+          () => Promise.reject(error),
+          (e) => seen.push(e),
+        ),
+      ).toBeUndefined();
       // A thenable that is not a Promise, as some libraries return: on purpose.
       // biome-ignore lint/suspicious/noThenProperty: the case under test
       const thenable = { then: (_ok: unknown, fail: (e: unknown) => void) => fail('custom') };
-      expect(hookBody(thenable, (e) => seen.push(e))).toBeUndefined();
+      expect(
+        hookBody(
+          () => thenable,
+          (e) => seen.push(e),
+        ),
+      ).toBeUndefined();
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(seen).toEqual(['custom', error]);
       expect(unhandled).toEqual([]);

@@ -68,13 +68,7 @@ export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
     const { reportOnly, onDeny } = settings;
     if (!reportOnly) closeIfBodyPending(req, res, settings);
-    const failed = logFailed(settings, req);
-    let shaped: object | undefined;
-    try {
-      shaped = hookBody(onDeny?.(denial, req, res), failed);
-    } catch (error) {
-      failed(error); // as Fastify: the default deny, and report-only still goes on
-    }
+    const shaped = hookBody(() => onDeny?.(denial, req, res), logFailed(settings, req));
     if (reportOnly) {
       logReportOnly(settings, denial, req);
       return !res.headersSent;

@@ -38,27 +38,6 @@ export function closeIfBodyPending(
 }
 
 /**
- * The body the host's `onDeny` chose, or undefined for the default one. It
- * fails as an async one does, thrown or rejected: logged, and the deny goes
- * on. A throw must not become a 500 that shows its message, nor stop a
- * report-only request.
- */
-function onDenyBody(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  denial: PathDenial,
-  settings: PathgateSettings,
-): object | undefined {
-  const failed = (error: unknown) => request.log.error({ err: error }, 'pathgate: onDeny failed');
-  try {
-    return hookBody(settings.onDeny?.(denial, request, reply), failed);
-  } catch (error) {
-    failed(error);
-    return undefined;
-  }
-}
-
-/**
  * What every deny does before its 403: the host's `onDeny`, the log line and
  * the connection. Returns the body to send, or undefined in report-only
  * mode, where the request goes on.
@@ -69,7 +48,10 @@ export function refuse(
   denial: PathDenial,
   settings: PathgateSettings,
 ): object | undefined {
-  const shaped = onDenyBody(request, reply, denial, settings);
+  const shaped = hookBody(
+    () => settings.onDeny?.(denial, request, reply),
+    (error) => request.log.error({ err: error }, 'pathgate: onDeny failed'),
+  );
   if (settings.reportOnly) {
     request.log.warn(logFields(request, denial), 'pathgate: would deny (report-only)');
     return undefined;
