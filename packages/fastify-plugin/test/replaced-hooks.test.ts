@@ -319,6 +319,14 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     },
   );
 
+  it('none removed: the guarded handler checks nothing again', async () => {
+    const { port, count } = await uploadApp(false, () => {});
+    const ok = await postMultipart(port, '/up/uploads', part('good.txt'));
+    expect([ok.status, ok.text, count.calls]).toEqual([200, 'stored', 1]);
+    // params.dir early (onRequest) and with the rest (preHandler), then the filename: 3.
+    expect(count.checks).toBe(3);
+  });
+
   it('attachFieldsToBody, every hook removed: files parsed unchecked deny, the handler never runs', async () => {
     const { port, count } = await uploadApp(true, without('onRequest', 'preHandler', 'onSend'));
     const res = await postMultipart(port, '/up/uploads', part('good.txt'));

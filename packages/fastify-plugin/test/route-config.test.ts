@@ -151,6 +151,7 @@ describe("a params spec must name a parameter of the route's URL", () => {
     ['/t/:file', '*', 'file'],
     ['/plain', 'file', 'none'],
     ['/x::y/:id', 'y', 'id'],
+    ['/near/:lat-:lng', 'lon', 'lat, lng'],
   ])(
     '%s with params %s: a TypeError naming the route and its parameters',
     async (url, name, has) => {
