@@ -116,6 +116,23 @@ describe('an empty file input (filename="", no bytes) of an optional field', () 
     });
   });
 
+  it('report-only: nothing to report, the part is dropped and the request goes on', async () => {
+    const seen: PathgateLogEntry[] = [];
+    await onApp(
+      (root, app) => {
+        const ro = gateOn(root, { reportOnly: true, log: (entry) => seen.push(entry) });
+        const avatar = { file: 'avatar', under: 'uploads', optional: true } as const;
+        app.post('/ro', ro.write(avatar), ro.multer().any(), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/ro', [EMPTY_INPUT, nameless('avatar')]);
+        expect(res.json).toEqual({ files: [] });
+        expect(seen).toEqual([]);
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+
   it('a required field: missing-path, as before', async () => {
     await onApp(routes, async (port) => {
       const res = await upload(port, '/required', [EMPTY_INPUT]);
