@@ -49,7 +49,8 @@ function probe(mod, where) {
   types: [
     /declare global \{\s*namespace Express \{\s*interface Request extends PathgateRequestFields/,
     /namespace Multer \{\s*interface File extends PathgateFileFields/,
-    'pathgate?: PathgateInfo;',
+    'pathgate?: ExpressPathgateInfo;',
+    /interface ExpressPathgateInfo extends PathgateInfo \{\s*readonly params: Readonly<Record<string, string>>;/,
     'pathgatePath?: string;',
   ],
 };

@@ -1,9 +1,17 @@
 import type { PathgateInfo } from '@pathgate/core';
 
+/**
+ * `PathgateInfo` as the gate fills it on Express: a route parameter is one
+ * path, a string (a named wildcard's segments are joined with `/`).
+ */
+export interface ExpressPathgateInfo extends PathgateInfo {
+  readonly params: Readonly<Record<string, string>>;
+}
+
 /** What pathgate adds to Express's request (merged into `Express.Request`). */
 export interface PathgateRequestFields {
   /** The canonical paths pathgate checked, by source and selector. Set once every check passed. */
-  pathgate?: PathgateInfo;
+  pathgate?: ExpressPathgateInfo;
 }
 
 /** What pathgate adds to multer's file (merged into `Express.Multer.File`). */

@@ -1,7 +1,11 @@
 import { pathgate } from './factory.js';
 
 export type { PathDenial, PathgateInfo, PathSpec } from '@pathgate/core';
-export type { PathgateFileFields, PathgateRequestFields } from './augment.js';
+export type {
+  ExpressPathgateInfo,
+  PathgateFileFields,
+  PathgateRequestFields,
+} from './augment.js';
 export type { StorageCode } from './errors.js';
 export { PathgateDeniedError, PathgateStorageError, STORAGE_CODES } from './errors.js';
 export type { Pathgate } from './factory.js';

@@ -5,7 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
-import { pathgate } from '../src/index.js';
+import { type ExpressPathgateInfo, pathgate } from '../src/index.js';
 
 // `req.pathgate` is an accessor on Express's request prototype that reads the
 // checked paths from `res.locals` (src/request-info.ts says why). These tests
@@ -23,7 +23,7 @@ describe('req.pathgate', () => {
   it('a value the app put there before the gate never stands in for the checked paths', async () => {
     const app = express();
     const forge = (req: Request, _res: Response, next: NextFunction) => {
-      req.pathgate = { params: { path: '/etc/passwd' } } as unknown as PathgateInfo;
+      req.pathgate = { params: { path: '/etc/passwd' } } as unknown as ExpressPathgateInfo;
       next();
     };
     app.get('/files/*path', forge, read, sendInfo);
@@ -136,7 +136,7 @@ describe('req.pathgate', () => {
   it('the app may still assign it after the gate', async () => {
     const app = express();
     const replace = (req: Request, _res: Response, next: NextFunction) => {
-      req.pathgate = { mode: 'write' } as PathgateInfo;
+      req.pathgate = { mode: 'write' } as ExpressPathgateInfo;
       next();
     };
     app.get('/files/*path', read, replace, sendInfo);
@@ -173,7 +173,7 @@ describe('req.pathgate', () => {
   it('an assignment is an ordinary property: listed, and deleting it brings the checked paths back', async () => {
     const app = express();
     app.get('/files/*path', read, (req, res) => {
-      req.pathgate = { mode: 'write' } as PathgateInfo;
+      req.pathgate = { mode: 'write' } as ExpressPathgateInfo;
       const listed = Object.keys(req).includes('pathgate');
       const assigned = req.pathgate;
       delete req.pathgate;

@@ -4,6 +4,7 @@ import type { Multer, StorageEngine } from 'multer';
 import { describe, expectTypeOf, it } from 'vitest';
 import pathgateDefault, {
   type DenyHandling,
+  type ExpressPathgateInfo,
   type Pathgate,
   type PathgateDeniedError,
   type PathgateLogEntry,
@@ -65,8 +66,11 @@ describe('types', () => {
   it('req.pathgate and file.pathgatePath come from declaration merging', () => {
     const app = express();
     app.get('/files/*path', (req, res) => {
-      expectTypeOf(req.pathgate).toEqualTypeOf<PathgateInfo | undefined>();
-      expectTypeOf(req.pathgate?.params.path).toEqualTypeOf<string | string[] | undefined>();
+      expectTypeOf(req.pathgate).toEqualTypeOf<ExpressPathgateInfo | undefined>();
+      expectTypeOf(req.pathgate).toMatchTypeOf<PathgateInfo | undefined>();
+      // A route parameter is one path (a named wildcard's segments joined): a string.
+      expectTypeOf(req.pathgate?.params.path).toEqualTypeOf<string | undefined>();
+      expectTypeOf(req.pathgate?.query.path).toEqualTypeOf<string | string[] | undefined>();
       expectTypeOf(req.file?.pathgatePath).toEqualTypeOf<string | undefined>();
       // @ts-expect-error the checked paths are read-only to a handler
       req.pathgate?.files.push({ field: 'f', filename: 'x', path: '/x' });
