@@ -7,7 +7,7 @@ import type {
   RouteGuard,
 } from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
-import type { Settings } from './options.js';
+import { misconfiguredOnce, type Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import { leaveRouteState, uploadFollows } from './route-state.js';
@@ -49,19 +49,16 @@ export interface RouteMiddlewareParts {
  * every request would be denied, and without this nothing would say why.
  */
 function unknownParamsWarner(settings: Settings, names: readonly string[]) {
-  let warned = names.length === 0;
+  const warn = misconfiguredOnce(settings);
   return (req: Request) => {
-    if (warned) return;
     const params: object = req.params ?? {};
     const unknown = names.find((name) => !Object.hasOwn(params, name));
     if (unknown === undefined) return;
-    warned = true;
-    settings.log({
-      event: 'misconfigured',
-      message: `params "${unknown}" is not a parameter of this route (${req.route?.path ?? 'no route: a gate in app.use() gets no params'}): every request is denied`,
-      method: req.method,
-      url: req.originalUrl,
-    });
+    const route = req.route?.path ?? 'no route: a gate in app.use() gets no params';
+    warn(
+      req,
+      `params "${unknown}" is not a parameter of this route (${route}): every request is denied`,
+    );
   };
 }
 
@@ -84,18 +81,12 @@ export function routeMiddleware({
   // What a deny names when no gate.multer() will read the body these specs need.
   const unreadLabel = guard.bodyLabel ?? guard.fileLabel;
   const warnUnknownParams = unknownParamsWarner(settings, params);
-  let warned = false;
-  const warnUnparsed = (req: Request) => {
-    if (warned) return;
-    warned = true;
-    settings.log({
-      event: 'misconfigured',
-      message:
-        'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate',
-      method: req.method,
-      url: req.originalUrl,
-    });
-  };
+  const warn = misconfiguredOnce(settings);
+  const warnUnparsed = (req: Request) =>
+    warn(
+      req,
+      'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate',
+    );
   /** The route's checks; `denials` (report-only) collects every deny, and none stops the rest. */
   const check = (
     req: Request,

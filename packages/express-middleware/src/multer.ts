@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
 import type { Multer, Options, StorageEngine } from 'multer';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
-import type { Settings } from './options.js';
+import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
 import { markUploadHandler, takeRouteStates } from './route-state.js';
@@ -65,18 +65,12 @@ interface UploadGate {
 
 /** Wraps one multer middleware so the gate's fileFilter can answer early, once. */
 function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): RequestHandler {
-  let warned = false;
-  const onOrphan = (req: Request) => {
-    if (warned) return;
-    warned = true;
-    gate.settings.log({
-      event: 'misconfigured',
-      message:
-        'a file reached gate.multer() on a route without a gate middleware: every file is denied; put gate.write({ file: ... }) before the multer middleware',
-      method: req.method,
-      url: req.originalUrl,
-    });
-  };
+  const warn = misconfiguredOnce(gate.settings);
+  const onOrphan = (req: Request) =>
+    warn(
+      req,
+      'a file reached gate.multer() on a route without a gate middleware: every file is denied; put gate.write({ file: ... }) before the multer middleware',
+    );
   return markUploadHandler(function pathgateUpload(req, res, next) {
     const routes = takeRouteStates(req);
     const upload = new Upload({ req, res, next, routes, onOrphan, ...gate });

@@ -75,6 +75,20 @@ function safeLog(log: Settings['log']): Settings['log'] {
   };
 }
 
+/**
+ * A wiring mistake's log entry, made once: the first request that shows the
+ * mistake is logged, later ones are not (a misconfigured route would
+ * otherwise log on every request).
+ */
+export function misconfiguredOnce(settings: Settings): (req: Request, message: string) => void {
+  let logged = false;
+  return (req, message) => {
+    if (logged) return;
+    logged = true;
+    settings.log({ event: 'misconfigured', message, method: req.method, url: req.originalUrl });
+  };
+}
+
 /** Validates the factory's options once: every problem is a TypeError naming the option. */
 export function readOptions(options: unknown): Settings {
   const { settings, read } = readAdapterOptions<DenyHandler>(options, ['log', 'errors']);
