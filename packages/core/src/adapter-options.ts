@@ -1,5 +1,5 @@
 import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
-import { PermissionPolicy, type PermissionPolicyOptions } from './policy.js';
+import { PermissionPolicy, type PermissionPolicyOptions, POLICY_ERROR_PREFIX } from './policy.js';
 
 /**
  * The options both adapters take, validated once here so they cannot drift
@@ -68,13 +68,23 @@ function readPolicy(read: OptionReader): PermissionPolicy {
   const fs = read('fs');
   if (!Array.isArray(fs))
     optionError('option fs must be an array of rule strings (or give policy)');
-  // The core's TypeErrors name the rule, root, dot or resolve: the same names as here.
-  return new PermissionPolicy({
-    root: read('root') as string | undefined,
-    permissions: { fs },
-    dot: read('dot') as boolean | undefined,
-    resolve: read('resolve') as PermissionPolicyOptions['resolve'],
-  });
+  try {
+    return new PermissionPolicy({
+      root: read('root') as string | undefined,
+      permissions: { fs },
+      dot: read('dot') as boolean | undefined,
+      resolve: read('resolve') as PermissionPolicyOptions['resolve'],
+    });
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    // The policy names root, dot and resolve as these options do; a rule error names the rule.
+    const { message } = error;
+    optionError(
+      message.startsWith(POLICY_ERROR_PREFIX)
+        ? `option ${message.slice(POLICY_ERROR_PREFIX.length)}`
+        : message,
+    );
+  }
 }
 
 function readCount(read: OptionReader, key: string, fallback: number): number {

@@ -29,8 +29,11 @@ export const kCompiled: unique symbol = Symbol('pathgate.compiledPolicy');
 const KNOWN = new Set(['root', 'permissions', 'dot', 'resolve']);
 const hasOwn = Object.prototype.hasOwnProperty;
 
+/** How the policy's option errors begin; an adapter restates them as its own options. */
+export const POLICY_ERROR_PREFIX = 'PermissionPolicy: ';
+
 function fail(message: string): never {
-  throw new TypeError(`PermissionPolicy: ${message}`);
+  throw new TypeError(`${POLICY_ERROR_PREFIX}${message}`);
 }
 
 /** An own key holding `undefined` counts as absent; `null` is an error. */

@@ -69,7 +69,7 @@ export function compileRule(
 ): CompiledRule {
   const name = `rule ${index + 1}`;
   if (typeof text !== 'string') {
-    throw new TypeError(`${name} of permissions.fs: must be a string, got ${typeof text}`);
+    throw new TypeError(`${name}: must be a string, got ${typeof text}`);
   }
   try {
     return compile(text, root, dot);

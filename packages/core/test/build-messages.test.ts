@@ -63,7 +63,7 @@ describe('PermissionPolicy: option messages', () => {
     [
       'a rule that is not a string',
       { permissions: { fs: ['a/*', 7] } },
-      'rule 2 of permissions.fs: must be a string, got number',
+      'rule 2: must be a string, got number',
     ],
   ];
 

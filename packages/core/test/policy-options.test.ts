@@ -68,11 +68,15 @@ const OPTION_ERRORS: readonly OptionErrorRow[] = [
   { name: 'fs undefined', options: fs(undefined), names: /permissions\.fs/ },
   { name: 'fs null', options: fs(null), names: /permissions\.fs/ },
   // A hole reads as undefined: named as a rule that is not a string, never a crash.
-  { name: 'fs with a hole', options: fs(holey(['./a'], 0)), names: /rule 1 of permissions\.fs/ },
+  {
+    name: 'fs with a hole',
+    options: fs(holey(['./a'], 0)),
+    names: /^rule 1: must be a string, got undefined$/,
+  },
   {
     name: 'fs with an inner hole',
     options: fs(holey(['./a', './b'], 1)),
-    names: /rule 2 of permissions\.fs/,
+    names: /^rule 2: must be a string, got undefined$/,
   },
   {
     name: 'an unknown key with a value',

@@ -82,19 +82,22 @@ describe('pathgate(options): bad options throw at once, naming the option', () =
     expect(thrown(build(options))).toBe(message);
   });
 
-  it('passes on the core policy errors, which name the rule, root, dot or resolve', () => {
+  it('restates the core policy errors with the names of its own options', () => {
     expect(thrown(build({ fs: ['wr:./x'] }))).toBe(
-      'rule 1 "wr:./x": unknown prefix "wr" (use "r:" or "rw:")',
+      'pathgate: rule 1 "wr:./x": unknown prefix "wr" (use "r:" or "rw:")',
     );
     expect(thrown(build({ root: 'srv', fs: FS }))).toBe(
-      'PermissionPolicy: root must canonicalize to an absolute path (relative-root)',
+      'pathgate: option root must canonicalize to an absolute path (relative-root)',
     );
-    expect(thrown(build({ fs: FS, dot: 'yes' }))).toBe('PermissionPolicy: dot must be a boolean');
+    expect(thrown(build({ fs: FS, dot: 'yes' }))).toBe('pathgate: option dot must be a boolean');
     expect(thrown(build({ fs: FS, resolve: 'realpath' }))).toBe(
-      'PermissionPolicy: resolve must be a function',
+      'pathgate: option resolve must be a function',
     );
     expect(thrown(build({ root: '/srv', fs: ['/etc/**'] }))).toBe(
-      'rule 1 "/etc/**": lies outside the root',
+      'pathgate: rule 1 "/etc/**": lies outside the root',
+    );
+    expect(thrown(build({ fs: ['a/*', 7] }))).toBe(
+      'pathgate: rule 2: must be a string, got number',
     );
   });
 

@@ -70,24 +70,24 @@ describe('bad options throw at registration', () => {
     [
       'a relative root',
       { root: 'srv', fs: [] },
-      'PermissionPolicy: root must canonicalize to an absolute path (relative-root)',
+      'pathgate: option root must canonicalize to an absolute path (relative-root)',
     ],
     [
       'a bad rule prefix',
       { root: '/srv', fs: ['wr:uploads/*'] },
-      'rule 1 "wr:uploads/*": unknown prefix "wr" (use "r:" or "rw:")',
+      'pathgate: rule 1 "wr:uploads/*": unknown prefix "wr" (use "r:" or "rw:")',
     ],
     [
       'a rule outside the root',
       { root: '/srv', fs: ['/etc/**'] },
-      'rule 1 "/etc/**": lies outside the root',
+      'pathgate: rule 1 "/etc/**": lies outside the root',
     ],
     ['root null', { root: null, fs: [] }, 'pathgate: option root must not be null'],
-    ['dot not a boolean', { fs: [], dot: 'yes' }, 'PermissionPolicy: dot must be a boolean'],
+    ['dot not a boolean', { fs: [], dot: 'yes' }, 'pathgate: option dot must be a boolean'],
     [
       'resolve not a function',
       { fs: [], resolve: '/' },
-      'PermissionPolicy: resolve must be a function',
+      'pathgate: option resolve must be a function',
     ],
     [
       'onDeny not a function',
