@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
+import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
@@ -126,7 +127,11 @@ async function writeFile(file: File, target: string, overwrite: boolean): Promis
   file.path = target;
   const out = handle.createWriteStream();
   const written = finished(out); // settles once the file is closed, or on either side's error
-  file.stream.once('error', (error) => out.destroy(error));
+  // The part may be gone already (the client left while the folders were made):
+  // `eos` reports that at once, where an 'error' listener would wait forever.
+  eos(file.stream, { writable: false }, (error) => {
+    if (error) out.destroy(error);
+  });
   file.stream.pipe(out);
   try {
     await written;

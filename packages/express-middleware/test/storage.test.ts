@@ -11,7 +11,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Answer } from '../../../test/answer.js';
@@ -439,7 +441,39 @@ describe('removing stored files when the request fails later', () => {
     // Its descriptor too: an unlinked file left open would hold its blocks (and an fd) for good.
     await vi.waitFor(() => expect(descriptorsUnder(site.root)).toEqual([]));
   });
+
+  it('clients that leave right after a part begins: no empty file, no descriptor stays, the names stay free', async () => {
+    site.errors.length = 0;
+    // Folders to make first, so the abort tends to land before the file is opened.
+    const names = Array.from({ length: 10 }, (_, i) => `d${i}/e/f/gone.txt`);
+    await Promise.all(names.map((name) => leaveAfterPartBegins(site.port, '/replace', name)));
+    await vi.waitFor(() => expect(site.errors).toHaveLength(names.length));
+    await vi.waitFor(() => expect(descriptorsUnder(site.root)).toEqual([]));
+    expect(filesUnder(site.root)).toEqual([]);
+    const again = await site.send('/replace', [filePart('f', names[0] as string, 'stored')]);
+    expect(again.status).toBe(200);
+    expect(readFileSync(join(site.root, 'uploads', names[0] as string), 'utf8')).toBe('stored');
+    rmSync(join(site.root, 'uploads'), { recursive: true });
+  });
 });
+
+/** Sends a multipart head and the start of a file named `filename`, then hangs up at once. */
+function leaveAfterPartBegins(port: number, path: string, filename: string): Promise<void> {
+  return new Promise((done) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${MULTIPART}\r\n` +
+          `Content-Length: 100000\r\n\r\n--${BOUNDARY}\r\n` +
+          `Content-Disposition: form-data; name="f"; filename="${filename}"\r\n\r\n${'a'.repeat(1000)}`,
+      );
+      setImmediate(() => {
+        socket.destroy();
+        done();
+      });
+    });
+    socket.on('error', () => done());
+  });
+}
 
 /** This process's open file descriptors on files below `dir` (Linux: /proc/self/fd). */
 function descriptorsUnder(dir: string): string[] {
@@ -452,3 +486,47 @@ function descriptorsUnder(dir: string): string[] {
     }
   });
 }
+
+describe('a part whose client left before the storage opened its file', () => {
+  // The abort lands while the storage makes the folders: multer's cleanup
+  // finds no path yet, so the storage itself must settle, remove and close.
+  const handle = (file: Partial<Express.Multer.File>) =>
+    new Promise<unknown>((settle) => {
+      const storage = pathgate({ root, fs: ['rw:uploads/**'] }).diskStorage();
+      storage._handleFile({} as express.Request, file as Express.Multer.File, (error) =>
+        settle(error),
+      );
+    });
+  let root: string;
+  let remove: () => void;
+  beforeAll(() => {
+    ({ root, remove } = tempRoot());
+  });
+  afterAll(() => remove());
+
+  it.each([
+    ['destroyed', (s: PassThrough) => s.destroy()],
+    ['destroyed with an error', (s: PassThrough) => s.destroy(new Error('Request aborted'))],
+  ])(
+    'a stream already %s: the callback gets an error; no file, no descriptor stays',
+    async (_how, end) => {
+      const stream = new PassThrough();
+      stream.on('error', () => {}); // the abort's own error, which multer handles
+      stream.write('never stored');
+      end(stream);
+      const file = { stream, pathgatePath: join(root, 'uploads', 'deep', 'gone.txt') };
+      expect(await handle(file)).toBeInstanceOf(Error);
+      expect(filesUnder(root)).toEqual([]);
+      expect(descriptorsUnder(root)).toEqual([]);
+    },
+  );
+
+  it('a later upload of the same name is stored, not refused as existing', async () => {
+    const stream = new PassThrough();
+    const target = join(root, 'uploads', 'deep', 'gone.txt');
+    const stored = handle({ stream, pathgatePath: target });
+    stream.end('kept');
+    expect(await stored).toBeNull();
+    expect(readFileSync(target, 'utf8')).toBe('kept');
+  });
+});
