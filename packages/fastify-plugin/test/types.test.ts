@@ -154,4 +154,13 @@ describe('the thrown deny', () => {
     expectTypeOf(error.reason).toEqualTypeOf<GuardDenyReason>();
     expectTypeOf(error.label).toEqualTypeOf<string>();
   });
+
+  it("instanceof narrows an error handler's error to it", () => {
+    const app = Fastify();
+    app.setErrorHandler((error, _request, reply) => {
+      if (!(error instanceof PathgateDeniedError)) return reply.send(error);
+      expectTypeOf(error).toMatchTypeOf<PathgateDenied>();
+      return reply.code(error.statusCode).send({ reason: error.reason, label: error.label });
+    });
+  });
 });

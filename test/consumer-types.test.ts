@@ -1,0 +1,112 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The built d.ts files as a user's compiler meets them: checked with
+// skipLibCheck off (a broken import in them is an error, not a silent
+// `any`), under the strictest common flags, from an ES module and a CommonJS
+// module on nodenext, and from a bundler-resolved module. Each expected
+// error in the consumer goes unused, so fails the compile, when a type
+// turns into `any`.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const CONSUMER = `
+import { type CheckResult, checkFs, PermissionPolicy } from '@pathgate/core';
+import {
+  pathgate as expressGate,
+  PathgateDeniedError as ExpressDeniedError,
+  PathgateStorageError,
+} from '@pathgate/express';
+import {
+  pathgate as fastifyGate,
+  PathgateDeniedError,
+  PathgateRouteConfigError,
+} from '@pathgate/fastify';
+import express from 'express';
+import Fastify from 'fastify';
+
+const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: ['rw:uploads/**'] } });
+export const result: CheckResult = checkFs(policy, 'uploads/a.txt', 'write');
+
+const app = Fastify();
+void app.register(fastifyGate, { policy });
+app.setErrorHandler((error, _request, reply) => {
+  if (error instanceof PathgateDeniedError) {
+    const why: string = error.reason;
+    const where: string = error.label;
+    const status: 403 = error.statusCode;
+    return reply.code(status).send({ why, where });
+  }
+  return reply.send(error);
+});
+// @ts-expect-error an error is not a number (it would be, were the type any)
+export const denied: number = new PathgateDeniedError('body.to: path denied (nul-byte)');
+// @ts-expect-error as above
+export const misdeclared: number = new PathgateRouteConfigError();
+
+const gate = expressGate({ policy });
+express().get('/files/:name', gate.read({ params: 'name' }), (req, res) => {
+  res.json({ path: req.pathgate?.params['name'] ?? null });
+});
+// @ts-expect-error as above
+export const expressDenied: number = new ExpressDeniedError({ reason: 'nul-byte', label: 'x' });
+// @ts-expect-error as above
+export const storageError: number = new PathgateStorageError('PATHGATE_EXISTS', 'x');
+`;
+
+const STRICT = {
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  noUncheckedIndexedAccess: true,
+  verbatimModuleSyntax: false,
+  skipLibCheck: false,
+  noEmit: true,
+  target: 'es2022',
+  types: ['node'],
+};
+
+const SETUPS = [
+  {
+    name: 'nodenext, an ES module and a CommonJS module',
+    files: ['consumer.mts', 'consumer.cts'],
+    options: { module: 'nodenext', moduleResolution: 'nodenext' },
+  },
+  {
+    name: 'a bundler',
+    files: ['consumer.ts'],
+    options: { module: 'esnext', moduleResolution: 'bundler' },
+  },
+] as const;
+
+// Inside the repository, so the packages resolve through its node_modules.
+const dir = mkdtempSync(join(ROOT, '.consumer-types-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function compile(name: string, files: readonly string[], options: object): string {
+  const project = join(dir, name);
+  rmSync(project, { recursive: true, force: true });
+  mkdirSync(project);
+  for (const file of files) writeFileSync(join(project, file), CONSUMER);
+  const config = { compilerOptions: { ...STRICT, ...options }, files };
+  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(config));
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  try {
+    execFileSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8' });
+    return '';
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout ?? error);
+  }
+}
+
+describe('the packages’ types in a consumer, skipLibCheck off', () => {
+  it.each(SETUPS)(
+    '$name',
+    ({ name, files, options }) => {
+      expect(compile(name.replace(/\W+/g, '-'), files, options)).toBe('');
+    },
+    120_000,
+  );
+});
