@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const CONSUMER = `
-import { type CheckResult, checkFs, PermissionPolicy } from '@pathgate/core';
+import { type CheckResult, checkFs, type PathSpec, PermissionPolicy } from '@pathgate/core';
 import {
   pathgate as expressGate,
   PathgateDeniedError as ExpressDeniedError,
@@ -30,6 +30,11 @@ import Fastify from 'fastify';
 
 const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: ['rw:uploads/**'] } });
 export const result: CheckResult = checkFs(policy, 'uploads/a.txt', 'write');
+
+// An own key holding undefined counts as absent, as at run time.
+export const spec: PathSpec = { params: 'a', query: undefined, under: undefined, optional: undefined };
+// @ts-expect-error a spec names one source
+export const twoSources: PathSpec = { params: 'a', query: 'b' };
 
 const app = Fastify();
 void app.register(fastifyGate, { policy });

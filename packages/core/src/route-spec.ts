@@ -10,15 +10,18 @@ interface SpecCommon {
    * relative path even when it starts with `/` (`'uploads'`, or `'.'` for
    * the root itself). Default: none (the value is taken as the core does).
    */
-  under?: string;
+  under?: string | undefined;
   /** A missing value is skipped instead of denied. Default `false`. */
-  optional?: boolean;
+  optional?: boolean | undefined;
 }
 
 type SourceKey = PathSource | 'file';
-/** `{ [K]: T }` with every other source key forbidden, so a spec names exactly one. */
+/**
+ * `{ [K]: T }` with every other source key absent, so a spec names exactly
+ * one (a key holding `undefined` counts as absent, as at run time).
+ */
 type OnlySource<K extends SourceKey, T> = { [S in K]: T } & {
-  [S in Exclude<SourceKey, K>]?: never;
+  [S in Exclude<SourceKey, K>]?: undefined;
 };
 
 /** One path value of a route: exactly one source key, plus `under` and `optional`. */
