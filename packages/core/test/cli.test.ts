@@ -107,6 +107,34 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stdout).toBe('');
   });
 
+  it.each([['check', '--help'], ['check', '-h', '--root', 'srv'], ['--help'], ['help']])(
+    '%j prints the usage to stdout and exits 0',
+    (...args) => {
+      const run = pathgate(...args);
+      expect(run.status).toBe(0);
+      expect(run.stdout).toMatch(/^Usage: pathgate check /);
+      expect(run.stderr).toBe('');
+    },
+  );
+
+  it('a "--help" after "--" is a PATH', () => {
+    const run = pathgate('check', '--rule', './x', '--', '--help');
+    expect(run.status).toBe(1);
+    expect(run.stdout).toContain('deny (path-not-in-allowlist) "--help"');
+  });
+
+  it.each([
+    [{ root: '/srv', permissions: { fs: ['uploads/*'] } }, 'permissions'],
+    [{ fs: ['uploads/*'], Dot: true }, 'Dot'],
+  ])('exits 2 on a policy file key it would not read: %j', (policy, key) => {
+    const file = join(dir, `unknown-${key}.json`);
+    writeFileSync(file, JSON.stringify(policy));
+    const run = pathgate('check', '--policy', file, 'uploads/a');
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`--policy ${file}: unknown key "${key}"`);
+    expect(run.stdout).toBe('');
+  });
+
   it('exits 2 on a policy file that is not JSON', () => {
     const file = join(dir, 'bad.json');
     writeFileSync(file, '{ root: /srv }');

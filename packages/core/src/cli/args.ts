@@ -29,10 +29,22 @@ the decision, the reason, the canonical path and the rule that decided.
   --json                one JSON document instead of text
 
 Exit status: 0 when every path is allowed, 1 when any is denied, 2 on a usage
-or policy error.`;
+or policy error. A PATH that begins with "-" goes after "--".
+\`pathgate --help\` prints this text.`;
 
 /** A usage problem: printed with the usage text, exit status 2. */
 export class UsageError extends Error {}
+
+const HELP_FLAGS: readonly (string | undefined)[] = ['--help', '-h'];
+
+/** `pathgate help`, `pathgate --help`, `pathgate check --help` (before a `--`): print the usage, exit 0. */
+export function wantsHelp(argv: readonly string[]): boolean {
+  const [command, ...rest] = argv;
+  if (command === 'help' || HELP_FLAGS.includes(command)) return true;
+  if (command !== 'check') return false;
+  const end = rest.indexOf('--');
+  return (end === -1 ? rest : rest.slice(0, end)).some((arg) => HELP_FLAGS.includes(arg));
+}
 
 export function parseCheckArgs(argv: readonly string[]): CheckCommand {
   const [command, ...rest] = argv;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pathgate check`: test a policy in a shell or a CI job before it guards a live service.
 import { type CheckResult, checkFs } from '../check-fs.js';
-import { parseCheckArgs, USAGE, UsageError } from './args.js';
+import { parseCheckArgs, USAGE, UsageError, wantsHelp } from './args.js';
 import { buildPolicy } from './policy-file.js';
 
 /** One path's decision: what was asked, then checkFs's result (`path` is the canonical path). */
@@ -15,6 +15,10 @@ function line({ input, ...result }: Decision): string {
 }
 
 function run(argv: readonly string[]): number {
+  if (wantsHelp(argv)) {
+    console.log(USAGE);
+    return 0;
+  }
   const command = parseCheckArgs(argv);
   const policy = buildPolicy(command);
   const results: Decision[] = command.paths.map((input) => ({

@@ -10,6 +10,8 @@ interface PolicyFile {
   dot?: unknown;
 }
 
+const KEYS = ['root', 'fs', 'dot'];
+
 function readPolicyFile(file: string): PolicyFile {
   let text: string;
   try {
@@ -27,6 +29,13 @@ function readPolicyFile(file: string): PolicyFile {
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new UsageError(`--policy ${file} must hold a JSON object { "root", "fs", "dot" }`);
+  }
+  // A key read nowhere would be a rule or a root silently left out of the check.
+  const unknown = Object.keys(json).find((key) => !KEYS.includes(key));
+  if (unknown !== undefined) {
+    throw new UsageError(
+      `--policy ${file}: unknown key "${unknown}" (the file holds "root", "fs" and "dot")`,
+    );
   }
   return json as PolicyFile;
 }
