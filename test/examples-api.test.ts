@@ -252,6 +252,22 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     { method: 'POST', path: '/api/move', headers: { 'content-type': 'text/plain' }, body: 'x' },
     failed(415, 'Unsupported Media Type', 'unsupported media type'),
   ],
+  [
+    // Both apps parse JSON and multipart on every route; a move's body then has no from.
+    'a multipart body to the JSON move',
+    postFiles('/api/move', ['from', 'uploads/hello.txt', 'x']),
+    denied('missing-path', 'body.from'),
+  ],
+  [
+    'an urlencoded body to the upload',
+    {
+      method: 'POST',
+      path: '/api/upload',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'file=x',
+    },
+    failed(415, 'Unsupported Media Type', 'unsupported media type'),
+  ],
   ['an unknown route', { path: '/nope' }, failed(404, 'Not Found', 'no such route')],
   [
     'uploads/ holds only what was allowed',

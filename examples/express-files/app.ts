@@ -21,23 +21,23 @@ import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
 const FILES = '/files/{*"*"}';
 
 /**
- * JSON bodies read as Fastify reads them: another media type is a 415, any
- * JSON value is accepted (pathgate then judges it), an empty body is a 400.
+ * Bodies are JSON or multipart, the two parsers the Fastify example has:
+ * another media type is a 415 on every route, as there.
  */
-const jsonBody: RequestHandler[] = [
-  (req, _res, next) => {
-    const { 'content-type': type, 'content-length': length } = req.headers;
-    const noBody = type === undefined && length === '0';
-    const other = req.is('application/json') === false && !noBody;
-    next(other ? new FileApiError(415, 'unsupported media type') : undefined);
+const jsonOrMultipart: RequestHandler = (req, _res, next) => {
+  const { 'content-type': type, 'content-length': length } = req.headers;
+  const noBody = type === undefined && length === '0';
+  const other = req.is(['application/json', 'multipart/form-data']) === false && !noBody;
+  next(other ? new FileApiError(415, 'unsupported media type') : undefined);
+};
+
+/** JSON bodies read as Fastify reads them: any JSON value is accepted (pathgate judges it), an empty body is a 400. */
+const jsonBody = express.json({
+  strict: false,
+  verify: (_req, _res, body) => {
+    if (body.length === 0) throw new FileApiError(400, 'bad request');
   },
-  express.json({
-    strict: false,
-    verify: (_req, _res, body) => {
-      if (body.length === 0) throw new FileApiError(400, 'bad request');
-    },
-  }),
-];
+});
 
 export function buildApp(root: string): Express {
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
@@ -50,6 +50,7 @@ export function buildApp(root: string): Express {
 
   const app = express();
   app.disable('x-powered-by');
+  app.use(jsonOrMultipart);
 
   app.get('/', (_req, res) => {
     res.type('text/html; charset=utf-8').send(page);
@@ -77,7 +78,7 @@ export function buildApp(root: string): Express {
 
   app.post(
     '/api/move',
-    ...jsonBody,
+    jsonBody,
     gate.write({ body: 'from' }, { body: 'to' }),
     async (req, res) => {
       const from = checkedPath(req.pathgate, 'body', 'from');
