@@ -106,10 +106,11 @@ export function buildApp(root: string): Express {
     res.status(404).json(NOT_FOUND);
   });
 
-  const onError: ErrorRequestHandler = (error, _req, res, next) => {
+  const onError: ErrorRequestHandler = (error, req, res, next) => {
     if (res.headersSent) return next(error);
     const body = errorBody(error);
-    if (body.statusCode === 500) console.error(error);
+    // A client that hung up mid-request (multer's "Request aborted") is no fault of the server's.
+    if (body.statusCode === 500 && !req.destroyed) console.error(error);
     res.status(body.statusCode).json(body);
   };
   app.use(onError);

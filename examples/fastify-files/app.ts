@@ -100,14 +100,15 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
 
   app.setNotFoundHandler(async (_request, reply) => reply.code(404).send(NOT_FOUND));
 
-  app.setErrorHandler(async (error, _request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     // A denied filename, thrown out of request.files(): the same 403 body as a hook's deny.
     if (error instanceof PathgateDeniedError) {
       const { reason, label } = error as PathgateDenied;
       return reply.code(403).send(denyBody({ reason, label }));
     }
     const body = errorBody(error);
-    if (body.statusCode === 500) console.error(error);
+    // A client that hung up mid-request is no fault of the server's: nothing to log.
+    if (body.statusCode === 500 && !request.raw.destroyed) console.error(error);
     return reply.code(body.statusCode).send(body);
   });
 
