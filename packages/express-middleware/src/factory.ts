@@ -6,10 +6,9 @@ import {
   type PermissionPolicy,
   requiredParams,
 } from '@pathgate/core';
-import type { RequestHandler } from 'express';
-import type { Multer, StorageEngine } from 'multer';
-import { routeMiddleware } from './middleware.js';
-import { createMulter, type PathgateMulterOptions } from './multer.js';
+import type { StorageEngine } from 'multer';
+import { type PathgateHandler, routeMiddleware } from './middleware.js';
+import { createMulter, type PathgateMulter, type PathgateMulterOptions } from './multer.js';
 import { type PathgateOptions, readOptions } from './options.js';
 import { makeDeny } from './reply.js';
 import { valuesReader } from './route-values.js';
@@ -20,11 +19,11 @@ export interface Pathgate {
   /** The compiled policy. */
   readonly policy: PermissionPolicy;
   /** Route-level middleware checking each spec's paths for reading. */
-  read(...paths: PathSpec[]): RequestHandler;
+  read(...paths: PathSpec[]): PathgateHandler;
   /** Route-level middleware checking each spec's paths for writing. */
-  write(...paths: PathSpec[]): RequestHandler;
+  write(...paths: PathSpec[]): PathgateHandler;
   /** A multer instance whose middleware refuse denied filenames before a byte is stored. */
-  multer(options?: PathgateMulterOptions): Multer;
+  multer(options?: PathgateMulterOptions): PathgateMulter;
   /** The storage `multer()` uses by default: writes to `file.pathgatePath`, no symlinks, no overwrite. */
   diskStorage(options?: DiskStorageOptions): StorageEngine;
 }
@@ -41,7 +40,7 @@ export function pathgate(options: PathgateOptions): Pathgate {
   let routes = 0;
   const route =
     (mode: FsAccessMode) =>
-    (...paths: PathSpec[]): RequestHandler => {
+    (...paths: PathSpec[]): PathgateHandler => {
       routes += 1;
       if (paths.length === 0) optionError(`gate.${mode}() #${routes} needs at least one path spec`);
       const guard = compileRouteGuard(policy, { mode, paths }, `gate.${mode}() #${routes}`, {

@@ -9,7 +9,8 @@ export type {
 export type { StorageCode } from './errors.js';
 export { PathgateDeniedError, PathgateStorageError, STORAGE_CODES } from './errors.js';
 export type { Pathgate } from './factory.js';
-export type { PathgateMulterOptions } from './multer.js';
+export type { PathgateHandler } from './middleware.js';
+export type { PathgateMulter, PathgateMulterOptions } from './multer.js';
 export type { DenyHandler, DenyHandling, PathgateLogEntry, PathgateOptions } from './options.js';
 export type { DiskStorageOptions } from './storage.js';
 export { pathgate };

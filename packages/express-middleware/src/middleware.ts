@@ -6,7 +6,7 @@ import type {
   PathSource,
   RouteGuard,
 } from '@pathgate/core';
-import type { Request, RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { misconfiguredOnce, type Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
@@ -32,6 +32,18 @@ function unreadMultipart(req: Request): boolean {
   }
   return req.body === undefined && typeof req.is('multipart') === 'string';
 }
+
+/**
+ * A gate middleware: it works on any route's request, so it is generic over
+ * the route's types, and Express infers them from the route's path (and the
+ * handlers), as after `express.json()`. A plain `RequestHandler` would set
+ * the route's params to `ParamsDictionary`.
+ */
+export type PathgateHandler = <P, ResBody, ReqBody, ReqQuery>(
+  req: Request<P, ResBody, ReqBody, ReqQuery>,
+  res: Response<ResBody>,
+  next: NextFunction,
+) => void;
 
 export interface RouteMiddlewareParts {
   readonly guard: RouteGuard;
@@ -75,7 +87,7 @@ export function routeMiddleware({
   deny,
   settings,
   params,
-}: RouteMiddlewareParts): RequestHandler {
+}: RouteMiddlewareParts): PathgateHandler {
   const { reportOnly } = settings;
   const { expectsFiles } = guard;
   // What a deny names when no gate.multer() will read the body these specs need.
@@ -121,5 +133,5 @@ export function routeMiddleware({
     else setPathgateInfo(req, res, info);
     next();
   };
-  return pathgate;
+  return pathgate as PathgateHandler;
 }

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
 import type { Multer, Options, StorageEngine } from 'multer';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
+import type { PathgateHandler } from './middleware.js';
 import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
@@ -22,6 +23,11 @@ export interface PathgateMulterOptions
   /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
   streamHandler?: StreamHandler;
 }
+
+/** multer's instance, each middleware maker returning a `PathgateHandler` (the route's params stay typed). */
+export type PathgateMulter = {
+  [Method in keyof Multer]: (...args: Parameters<Multer[Method]>) => PathgateHandler;
+};
 
 const RESERVED = ['preservePath', 'defParamCharset', 'dest'] as const;
 const METHODS = ['single', 'array', 'fields', 'any', 'none'] as const;
@@ -64,7 +70,7 @@ interface UploadGate {
 }
 
 /** Wraps one multer middleware so the gate's fileFilter can answer early, once. */
-function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): RequestHandler {
+function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): PathgateHandler {
   const warn = misconfiguredOnce(gate.settings);
   const onOrphan = (req: Request) =>
     warn(
@@ -80,7 +86,7 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Reques
     } finally {
       restore();
     }
-  } as RequestHandler);
+  } as RequestHandler) as PathgateHandler;
 }
 
 /**
@@ -94,7 +100,7 @@ export function createMulter(
   deny: Deny,
   defaultStorage: () => StorageEngine,
   options: unknown = {},
-): Multer {
+): PathgateMulter {
   const { fileFilter, streamHandler, ...rest } = readMulterOptions(options);
   const multer = loadMulter();
   const storage = rest.storage ?? defaultStorage();
@@ -118,5 +124,5 @@ export function createMulter(
     instance[method] = ((...args: unknown[]) =>
       guardUpload(original.apply(instance, args), gate)) as never;
   }
-  return instance;
+  return instance as PathgateMulter;
 }

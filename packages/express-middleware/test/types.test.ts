@@ -7,7 +7,9 @@ import pathgateDefault, {
   type ExpressPathgateInfo,
   type Pathgate,
   type PathgateDeniedError,
+  type PathgateHandler,
   type PathgateLogEntry,
+  type PathgateMulter,
   type PathgateOptions,
   type PathgateStorageError,
   pathgate,
@@ -37,15 +39,19 @@ describe('types', () => {
   it('the gate: route middleware, multer and storage', () => {
     const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
     expectTypeOf(gate.policy).toEqualTypeOf<PermissionPolicy>();
-    expectTypeOf(gate.read({ params: 'path' })).toEqualTypeOf<RequestHandler>();
+    expectTypeOf(gate.read({ params: 'path' })).toEqualTypeOf<PathgateHandler>();
     expectTypeOf(
       gate.write({ body: 'from' }, { body: ['to', 0], under: 'uploads', optional: true }),
-    ).toEqualTypeOf<RequestHandler>();
+    ).toEqualTypeOf<PathgateHandler>();
     expectTypeOf(
       gate.write({ file: 'avatar', under: 'uploads' }, { file: true }),
-    ).toEqualTypeOf<RequestHandler>();
-    expectTypeOf(gate.read({ headers: 'x-file' }, { query: 'q' })).toEqualTypeOf<RequestHandler>();
-    expectTypeOf(gate.multer({ limits: { fileSize: 1 } })).toEqualTypeOf<Multer>();
+    ).toEqualTypeOf<PathgateHandler>();
+    expectTypeOf(gate.read({ headers: 'x-file' }, { query: 'q' })).toEqualTypeOf<PathgateHandler>();
+    // Still an Express handler, and still a multer instance, where one is expected.
+    expectTypeOf(gate.read({ params: 'path' })).toMatchTypeOf<RequestHandler>();
+    expectTypeOf(gate.multer({ limits: { fileSize: 1 } })).toEqualTypeOf<PathgateMulter>();
+    expectTypeOf(gate.multer()).toMatchTypeOf<Multer>();
+    expectTypeOf(gate.multer().single('f')).toEqualTypeOf<PathgateHandler>();
     expectTypeOf(gate.diskStorage({ overwrite: true })).toEqualTypeOf<StorageEngine>();
     // Compiled, never run: each call is a type error.
     const typeErrors = () => {
@@ -61,6 +67,62 @@ describe('types', () => {
       pathgate({ fs: [], errors: 'throw' });
     };
     expectTypeOf(typeErrors).toBeFunction();
+  });
+
+  it("a gate leaves the route's params to the route's path", () => {
+    const gate = pathgate({ root: '/srv', fs: ['rw:**'] });
+    const upload = gate.multer();
+    const app = express();
+    const router = express.Router();
+    // Compiled, never run. A gate typed as a plain RequestHandler would set
+    // params to ParamsDictionary: a string | string[] | undefined per key, any key.
+    const routes = () => {
+      app.get('/d/:dir/:name', gate.read({ params: 'dir' }), (req, res) => {
+        expectTypeOf(req.params.name).toEqualTypeOf<string>();
+        // @ts-expect-error not a parameter of this route
+        req.params.other;
+        expectTypeOf(req.pathgate?.params.dir).toEqualTypeOf<string | undefined>();
+        res.end();
+      });
+      app.post('/w/*path', gate.write({ params: 'path' }), (req, res) => {
+        expectTypeOf(req.params.path).toEqualTypeOf<string[]>();
+        res.end();
+      });
+      app.post(
+        '/u/:dir',
+        gate.write({ file: 'f', under: 'uploads' }),
+        upload.single('f'),
+        (req, res) => {
+          expectTypeOf(req.params.dir).toEqualTypeOf<string>();
+          expectTypeOf(req.file?.pathgatePath).toEqualTypeOf<string | undefined>();
+          res.end();
+        },
+      );
+      router.get('/r/:dir', gate.read({ params: 'dir' }), express.json(), (req, res) => {
+        expectTypeOf(req.params.dir).toEqualTypeOf<string>();
+        res.end();
+      });
+      router
+        .route('/r/*path')
+        .get(gate.read({ params: 'path' }), (req, res) => {
+          expectTypeOf(req.params.path).toEqualTypeOf<string[]>();
+          res.end();
+        })
+        .post(gate.write({ params: 'path' }), upload.none(), (req, res) => {
+          expectTypeOf(req.params.path).toEqualTypeOf<string[]>();
+          res.end();
+        });
+      // Explicit route types still fit the gate.
+      app.get<'/q', Record<string, never>, unknown, unknown, { q: number }>(
+        '/q',
+        gate.read({ query: 'q' }),
+        (req, res) => {
+          expectTypeOf(req.query.q).toEqualTypeOf<number>();
+          res.end();
+        },
+      );
+    };
+    expectTypeOf(routes).toBeFunction();
   });
 
   it('req.pathgate and file.pathgatePath come from declaration merging', () => {
