@@ -79,7 +79,8 @@ export class RouteGuards {
 
   /** `onRoute`, with the app-wide hooks installed: they must skip this route. */
   static markGuarded(route: RouteOptions): void {
-    route.config = { ...route.config, [kRouteGuarded]: true } as RouteOptions['config'];
+    const config = { ...route.config, [kRouteGuarded]: true };
+    route.config = config as NonNullable<RouteOptions['config']>;
   }
 
   /**
