@@ -2,21 +2,10 @@ import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
 import { PermissionPolicy, type PermissionPolicyOptions, POLICY_ERROR_PREFIX } from './policy.js';
 
 /**
- * The options both adapters take, validated once here so they cannot drift
- * apart: the policy (ready, or its parts), deny handling and the lingering
- * close. `Handler` is the adapter's own `onDeny` signature.
+ * The options both adapters take besides the policy: deny handling and the
+ * lingering close. `Handler` is the adapter's own `onDeny` signature.
  */
-export interface AdapterOptions<Handler> {
-  /** A ready policy. Give either this or `fs` (with `root`, `dot`, `resolve`). */
-  policy?: PermissionPolicy | undefined;
-  /** The sandbox root, an absolute path. Default `'/'`. Not with `policy`. */
-  root?: string | undefined;
-  /** The allowlist: `[r:|rw:]<glob>` rules; `[]` denies everything. Required unless `policy` is given. */
-  fs?: readonly string[] | undefined;
-  /** Let wildcards match dotfiles. Default `false`. Not with `policy`. */
-  dot?: boolean | undefined;
-  /** Resolver for canonical paths, e.g. `resolveSymlinks`. Default: none. Not with `policy`. */
-  resolve?: PermissionPolicyOptions['resolve'];
+interface SharedOptions<Handler> {
   /** Called on every deny: log, add headers, or return the 403 body. Default: none. */
   onDeny?: Handler | undefined;
   /** Log what would be denied and let the request through. Default `false`. */
@@ -26,6 +15,35 @@ export interface AdapterOptions<Handler> {
   /** After such a 403: most bytes to read and drop before closing. Default 64 MiB. */
   lingerBytes?: number | undefined;
 }
+
+/** A ready policy, shared with other code: its parts cannot be given too (`undefined` counts as absent). */
+export interface AdapterPolicyOptions<Handler> extends SharedOptions<Handler> {
+  /** The compiled policy: its root, rules, `dot` and `resolve` are its own. */
+  policy: PermissionPolicy;
+  root?: undefined;
+  fs?: undefined;
+  dot?: undefined;
+  resolve?: undefined;
+}
+
+/** The policy's parts: the adapter builds the `PermissionPolicy`. */
+export interface AdapterRuleOptions<Handler> extends SharedOptions<Handler> {
+  policy?: undefined;
+  /** The sandbox root, an absolute path. Default `'/'`. */
+  root?: string | undefined;
+  /** The allowlist: `[r:|rw:]<glob>` rules; `[]` denies everything. Required. */
+  fs: readonly string[];
+  /** Let wildcards match dotfiles. Default `false`. */
+  dot?: boolean | undefined;
+  /** Resolver for canonical paths, e.g. `resolveSymlinks`. Default: none. */
+  resolve?: PermissionPolicyOptions['resolve'];
+}
+
+/**
+ * The options both adapters take, validated once here so they cannot drift
+ * apart: a ready policy or its parts, never both, with the shared ones.
+ */
+export type AdapterOptions<Handler> = AdapterPolicyOptions<Handler> | AdapterRuleOptions<Handler>;
 
 /** The validated shared options. */
 export interface AdapterSettings<Handler> {

@@ -1,4 +1,10 @@
-export type { AdapterOptions, AdapterSettings, OptionReader } from './adapter-options.js';
+export type {
+  AdapterOptions,
+  AdapterPolicyOptions,
+  AdapterRuleOptions,
+  AdapterSettings,
+  OptionReader,
+} from './adapter-options.js';
 export { optionError, readAdapterOptions, readFunction } from './adapter-options.js';
 export type {
   CanonicalizeFailure,

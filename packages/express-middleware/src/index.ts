@@ -11,7 +11,14 @@ export { PathgateDeniedError, PathgateStorageError, STORAGE_CODES } from './erro
 export type { Pathgate } from './factory.js';
 export type { PathgateHandler } from './middleware.js';
 export type { PathgateMulter, PathgateMulterOptions } from './multer.js';
-export type { DenyHandler, DenyHandling, PathgateLogEntry, PathgateOptions } from './options.js';
+export type {
+  DenyHandler,
+  DenyHandling,
+  PathgateLogEntry,
+  PathgateOptions,
+  PathgatePolicyOptions,
+  PathgateRuleOptions,
+} from './options.js';
 export type { DiskStorageOptions } from './storage.js';
 export { pathgate };
 export default pathgate;

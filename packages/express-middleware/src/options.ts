@@ -1,5 +1,6 @@
 import {
-  type AdapterOptions,
+  type AdapterPolicyOptions,
+  type AdapterRuleOptions,
   type AdapterSettings,
   type GuardDenyReason,
   optionError,
@@ -41,8 +42,8 @@ export interface PathgateLogEntry {
  */
 export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => unknown;
 
-/** The gate's options (see the README's options table). */
-export interface PathgateOptions extends AdapterOptions<DenyHandler> {
+/** Express's own options, beside the shared ones. */
+interface ExpressOptions {
   /** Receives report-only denies and wiring warnings. Default: `console.warn`. */
   log?: ((entry: PathgateLogEntry) => void) | undefined;
   /**
@@ -52,6 +53,15 @@ export interface PathgateOptions extends AdapterOptions<DenyHandler> {
    */
   errors?: DenyHandling | undefined;
 }
+
+/** A ready policy, shared with other code. */
+export interface PathgatePolicyOptions extends AdapterPolicyOptions<DenyHandler>, ExpressOptions {}
+
+/** The policy's parts: the gate builds the `PermissionPolicy`. */
+export interface PathgateRuleOptions extends AdapterRuleOptions<DenyHandler>, ExpressOptions {}
+
+/** The gate's options (see the README's options table). */
+export type PathgateOptions = PathgatePolicyOptions | PathgateRuleOptions;
 
 /** The validated options, read once by the factory. */
 export interface Settings extends AdapterSettings<DenyHandler> {

@@ -2,14 +2,14 @@ import { denyBody, type PathDenial } from '@pathgate/core';
 import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { PathgateDeniedError, type PathgateOptions, pathgate } from '../src/index.js';
+import { PathgateDeniedError, type PathgateRuleOptions, pathgate } from '../src/index.js';
 
 // errors: 'next' hands the deny to the app's error handler as an
 // http-errors-shaped error (status 403, expose: true, code, reason), once.
 
 const ROOT = '/srv/root';
 
-function buildApp(options: Partial<PathgateOptions>, withHandler = true) {
+function buildApp(options: Partial<PathgateRuleOptions>, withHandler = true) {
   const gate = pathgate({ root: ROOT, fs: ['docs/**'], errors: 'next', ...options });
   const app = express();
   const seen: unknown[] = [];

@@ -2,7 +2,7 @@ import http from 'node:http';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
-import { type PathgateOptions, pathgate } from '../src/index.js';
+import { type PathgateRuleOptions, pathgate } from '../src/index.js';
 import { countingErrorHandler, type Served, serve } from './helpers.js';
 
 // A deny answered while the request body is still arriving closes the
@@ -22,7 +22,7 @@ interface Setup {
 }
 
 /** Runs `test` against an app whose routes deny `?path=../x`, then closes it. */
-async function withApp(options: Partial<PathgateOptions>, test: (s: Setup) => Promise<void>) {
+async function withApp(options: Partial<PathgateRuleOptions>, test: (s: Setup) => Promise<void>) {
   let report = () => {};
   const reported = new Promise<void>((resolve) => {
     report = resolve;

@@ -2,7 +2,7 @@ import { denyBody, type PathDenial } from '@pathgate/core';
 import express from 'express';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
-import { type PathgateLogEntry, type PathgateOptions, pathgate } from '../src/index.js';
+import { type PathgateLogEntry, type PathgateRuleOptions, pathgate } from '../src/index.js';
 import { filePart, onApp, upload } from './helpers.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
@@ -10,7 +10,7 @@ import { filePart, onApp, upload } from './helpers.js';
 
 const ROOT = '/srv/root';
 
-function buildApp(options: Partial<PathgateOptions>) {
+function buildApp(options: Partial<PathgateRuleOptions>) {
   const logs: PathgateLogEntry[] = [];
   const gate = pathgate({
     root: ROOT,

@@ -1,4 +1,4 @@
-import type { PathDenial, PathgateInfo, PermissionPolicy } from '@pathgate/core';
+import { type PathDenial, type PathgateInfo, PermissionPolicy } from '@pathgate/core';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Multer, StorageEngine } from 'multer';
 import { describe, expectTypeOf, it } from 'vitest';
@@ -34,6 +34,27 @@ describe('types', () => {
     // A logging-only hook (returning nothing) and a body-shaping one both fit.
     pathgate({ fs: [], onDeny: (denial) => console.debug(denial.reason) });
     pathgate({ fs: [], onDeny: (denial) => ({ error: denial.reason }) });
+  });
+
+  it('options: a policy or its parts, never both', () => {
+    const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: [] } });
+    pathgate({ policy, errors: 'next', log: () => {} });
+    pathgate({ root: '/srv', fs: ['docs/**'], dot: true, resolve: (path) => path });
+    // An own key holding undefined counts as absent.
+    pathgate({ policy, root: undefined, fs: undefined, dot: undefined, resolve: undefined });
+    pathgate({ policy: undefined, fs: [], root: undefined });
+    // Compiled, never run: each call throws a TypeError.
+    const typeErrors = () => {
+      // @ts-expect-error fs is required without a policy
+      pathgate({ root: '/srv' });
+      // @ts-expect-error a policy and rules
+      pathgate({ policy, fs: [] });
+      // @ts-expect-error a policy and a root
+      pathgate({ policy, root: '/srv' });
+      // @ts-expect-error unknown option
+      pathgate({ fs: [], bogus: true });
+    };
+    expectTypeOf(typeErrors).toBeFunction();
   });
 
   it('the gate: route middleware, multer and storage', () => {

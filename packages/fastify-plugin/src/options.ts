@@ -1,8 +1,8 @@
 import {
-  type AdapterOptions,
+  type AdapterPolicyOptions,
+  type AdapterRuleOptions,
   type AdapterSettings,
   type PathDenial,
-  type PermissionPolicy,
   readAdapterOptions,
 } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -21,25 +21,11 @@ export type DenyHandler = (
   reply: FastifyReply,
 ) => unknown;
 
-type Shared = Omit<AdapterOptions<DenyHandler>, 'policy' | 'root' | 'fs' | 'dot' | 'resolve'>;
-
 /** A ready policy, shared with other code. */
-export interface PathgatePolicyOptions extends Shared {
-  policy: PermissionPolicy;
-  root?: never;
-  fs?: never;
-  dot?: never;
-  resolve?: never;
-}
+export interface PathgatePolicyOptions extends AdapterPolicyOptions<DenyHandler> {}
 
 /** The policy's parts: the plugin builds the `PermissionPolicy`. */
-export interface PathgateRuleOptions
-  extends Shared,
-    Pick<AdapterOptions<DenyHandler>, 'root' | 'dot' | 'resolve'> {
-  policy?: never;
-  /** The allowlist, `[r:|rw:]<glob>` rules; `[]` denies everything. Required. */
-  fs: readonly string[];
-}
+export interface PathgateRuleOptions extends AdapterRuleOptions<DenyHandler> {}
 
 /** The plugin's options (see the README's options table). */
 export type PathgateOptions = PathgatePolicyOptions | PathgateRuleOptions;

@@ -123,6 +123,8 @@ describe('options', () => {
     const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: [] } });
     app.register(pathgate, { root: '/srv', fs: ['./public/**'], dot: false, resolve: (p) => p });
     app.register(pathgate, { policy, reportOnly: true, lingerMs: 1000, lingerBytes: 1 << 20 });
+    // An own key holding undefined counts as absent.
+    app.register(pathgate, { policy, root: undefined, fs: undefined });
     // @ts-expect-error: both a policy and rules
     app.register(pathgate, { policy, fs: [] });
     // @ts-expect-error: fs is required without a policy
