@@ -21,7 +21,7 @@ type StreamHandler = (req: Request, parser: unknown) => void;
 export interface PathgateMulterOptions
   extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest'> {
   /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
-  streamHandler?: StreamHandler;
+  streamHandler?: StreamHandler | undefined;
 }
 
 /** multer's instance, each middleware maker returning a `PathgateHandler` (the route's params stay typed). */

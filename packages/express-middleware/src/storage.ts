@@ -9,7 +9,7 @@ import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.
 
 export interface DiskStorageOptions {
   /** Replace an existing file (still never through a symlink). Default `false`: an existing target is a 409. */
-  overwrite?: boolean;
+  overwrite?: boolean | undefined;
 }
 
 type File = Express.Multer.File;

@@ -74,6 +74,9 @@ describe('types', () => {
     expectTypeOf(gate.multer()).toMatchTypeOf<Multer>();
     expectTypeOf(gate.multer().single('f')).toEqualTypeOf<PathgateHandler>();
     expectTypeOf(gate.diskStorage({ overwrite: true })).toEqualTypeOf<StorageEngine>();
+    // An optional field holding undefined counts as absent.
+    gate.diskStorage({ overwrite: undefined });
+    gate.multer({ streamHandler: undefined });
     // Compiled, never run: each call is a type error.
     const typeErrors = () => {
       // @ts-expect-error a spec names exactly one source
