@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The READMEs' complete examples (the `ts` blocks that start with an import)
-// type-check under strict TypeScript against the built packages, as a user
-// who pastes one gets them. Fragments (no import) are left out.
+// type-check under strict TypeScript, with noUncheckedIndexedAccess and
+// exactOptionalPropertyTypes, against the built packages, as a user who
+// pastes one gets them. Fragments (no import) are left out.
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const READMES = [
@@ -42,6 +43,8 @@ describe('README examples', () => {
     const config = {
       compilerOptions: {
         strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
         module: 'nodenext',
         moduleResolution: 'nodenext',
         target: 'es2022',
