@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT, tscErrors } from './tsc.js';
 
 // The built d.ts files as a user's compiler meets them: checked with
 // skipLibCheck off (a broken import in them is an error, not a silent
@@ -10,8 +9,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 // module on nodenext, and from a bundler-resolved module. Each expected
 // error in the consumer goes unused, so fails the compile, when a type
 // turns into `any`.
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const CONSUMER = `
 import { type CheckResult, checkFs, type PathSpec, PermissionPolicy } from '@pathgate/core';
@@ -97,13 +94,7 @@ function compile(name: string, files: readonly string[], options: object): strin
   for (const file of files) writeFileSync(join(project, file), CONSUMER);
   const config = { compilerOptions: { ...STRICT, ...options }, files };
   writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(config));
-  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  try {
-    execFileSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8' });
-    return '';
-  } catch (error) {
-    return String((error as { stdout?: string }).stdout ?? error);
-  }
+  return tscErrors(project);
 }
 
 describe('the packages’ types in a consumer, skipLibCheck off', () => {
