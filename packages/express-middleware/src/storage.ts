@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, unlink } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { type FileHandle, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Request } from 'express';
@@ -13,28 +14,29 @@ export interface DiskStorageOptions {
 }
 
 type File = Express.Multer.File;
-const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 
 type Refusal = readonly [StorageCode, string];
 
 const NOT_A_FILE: Refusal = [STORAGE_CODES.NOT_A_FILE, 'target is not a regular file of its own'];
 const EXISTS: Refusal = [STORAGE_CODES.EXISTS, 'the target exists'];
+const SYMLINK: Refusal = [STORAGE_CODES.SYMLINK, 'target is a symlink'];
 const NOT_A_DIRECTORY: Refusal = [
   STORAGE_CODES.NOT_A_DIRECTORY,
   'path component is not a directory',
 ];
 const NAME_TOO_LONG: Refusal = [STORAGE_CODES.NAME_TOO_LONG, 'file name too long'];
+const FILE_TOO_LARGE: Refusal = [STORAGE_CODES.FILE_TOO_LARGE, 'file too large to store'];
 const NO_SPACE: Refusal = [STORAGE_CODES.NO_SPACE, 'no space left to store the file'];
 
 /** The OS errors a client's name or size can cause, or a full disk: each its own status, never a 500. */
 const OS_ERRORS: Readonly<Record<string, Refusal>> = {
   EEXIST: EXISTS,
   EISDIR: EXISTS,
-  ELOOP: [STORAGE_CODES.SYMLINK, 'target is a symlink'],
-  ENXIO: NOT_A_FILE, // a FIFO with no reader, or a socket
+  ELOOP: SYMLINK,
   ENOTDIR: NOT_A_DIRECTORY,
   ENAMETOOLONG: NAME_TOO_LONG,
-  EFBIG: [STORAGE_CODES.FILE_TOO_LARGE, 'file too large to store'],
+  EFBIG: FILE_TOO_LARGE,
   ENOSPC: NO_SPACE,
   EDQUOT: NO_SPACE,
 };
@@ -90,41 +92,21 @@ async function ensureParent(root: string, target: string): Promise<void> {
   }
 }
 
-/**
- * Opens `target` for writing: exclusive create (unless overwrite), never
- * through a symlink. An existing target is replaced only when it is a
- * regular file with one link, and is emptied only once that is known: a
- * FIFO would block a thread on open (`O_NONBLOCK` makes it fail instead),
- * a device would take the bytes, a hard link would carry them to a file
- * outside the upload tree.
- */
-async function openTarget(target: string, overwrite: boolean): Promise<FileHandle> {
-  const handle = await open(
-    target,
-    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (overwrite ? 0 : O_EXCL),
-    0o666,
-  );
-  if (!overwrite) return handle; // O_EXCL: a file of our own, just created
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile() || stat.nlink !== 1) throw refuse(NOT_A_FILE);
-    await handle.truncate(0);
-    return handle;
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
+/** Creates `path` for writing: a file of our own, never an existing one, never through a symlink. */
+function createFile(path: string): Promise<FileHandle> {
+  return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666);
 }
 
 /**
- * Writes the stream to `target` (see `openTarget`). Piped, not `pipeline`d:
- * a write error must not destroy the part's stream, or multer would abort
- * with that raw error (a 500) before the storage's refusal reached it.
+ * Writes the stream to a new file at `path` (see `createFile`). Piped, not
+ * `pipeline`d: a write error must not destroy the part's stream, or multer
+ * would abort with that raw error (a 500) before the storage's refusal
+ * reached it.
  */
-async function writeFile(file: File, target: string, overwrite: boolean): Promise<number> {
-  const handle = await openTarget(target, overwrite);
+async function writeNew(file: File, path: string): Promise<number> {
+  const handle = await createFile(path);
   // Set before the first byte: multer's abort removes a half-written file by its path.
-  file.path = target;
+  file.path = path;
   const out = handle.createWriteStream();
   const written = finished(out); // settles once the file is closed, or on either side's error
   // The part may be gone already (the client left while the folders were made):
@@ -136,10 +118,47 @@ async function writeFile(file: File, target: string, overwrite: boolean): Promis
   try {
     await written;
   } catch (error) {
-    await unlink(target).catch(() => {});
+    await unlink(path).catch(() => {});
     throw error;
   }
   return out.bytesWritten;
+}
+
+/**
+ * What `overwrite` may replace: nothing, or a regular file with one link.
+ * Not a symlink, a folder, a FIFO or a device; not a hard link, whose other
+ * name the app may think unchanged.
+ */
+async function checkReplaceable(target: string): Promise<void> {
+  const stat = await lstat(target).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (stat === undefined) return;
+  if (stat.isSymbolicLink()) throw refuse(SYMLINK);
+  if (stat.isDirectory()) throw refuse(EXISTS);
+  if (!stat.isFile() || stat.nlink !== 1) throw refuse(NOT_A_FILE);
+}
+
+/**
+ * Stores the stream at `target`, replacing a file there: written beside it,
+ * then renamed over it once complete, so a cut-off, refused or failed upload
+ * leaves the old file as it was (and no reader sees a half-written one).
+ */
+async function replaceFile(file: File, target: string): Promise<number> {
+  await checkReplaceable(target);
+  const temp = join(dirname(target), `.pathgate-${randomUUID()}.part`);
+  const size = await writeNew(file, temp);
+  try {
+    // Cut short by multer's fileSize limit: the request fails, and the old file stays.
+    if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
+    await rename(temp, target);
+  } catch (error) {
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
+  file.path = target;
+  return size;
 }
 
 /** A file that was not checked (report-only deny): its bytes are read and dropped, never written. */
@@ -181,7 +200,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         return;
       }
       ensureParent(root, target)
-        .then(() => writeFile(file, target, overwrite))
+        .then(() => (overwrite ? replaceFile(file, target) : writeNew(file, target)))
         .then(
           (size) =>
             callback(null, {

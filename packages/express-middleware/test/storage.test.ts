@@ -349,6 +349,64 @@ describe('gate.diskStorage(options)', () => {
   });
 });
 
+describe('overwrite: true replaces a file only with a complete new one', () => {
+  let site: Site;
+  const target = () => join(site.root, 'uploads', 'report.txt');
+
+  beforeAll(async () => {
+    site = await openSite((app, gate) => {
+      const replacing = gate.multer({
+        storage: gate.diskStorage({ overwrite: true }),
+        limits: { fileSize: 64 * 1024 },
+      });
+      app.post('/replace', gate.write({ file: 'f', under: 'uploads' }), replacing.any(), stored);
+    });
+    mkdirSync(join(site.root, 'uploads'));
+  });
+  afterAll(() => site.close());
+
+  it('a new version over the size limit: 413, and the old file is as it was', async () => {
+    writeFileSync(target(), 'version 1');
+    const res = await site.send('/replace', [filePart('f', 'report.txt', 'x'.repeat(128 * 1024))]);
+    expect(res.status).toBe(413);
+    expect(readFileSync(target(), 'utf8')).toBe('version 1');
+    expect(readdirSync(join(site.root, 'uploads'))).toEqual(['report.txt']);
+  });
+
+  it('a client that leaves mid-file: the old file is as it was, no temporary file stays', async () => {
+    writeFileSync(target(), 'version 1');
+    site.errors.length = 0;
+    const req = http.request({
+      host: '127.0.0.1',
+      port: site.port,
+      method: 'POST',
+      path: '/replace',
+      agent: false,
+      headers: { 'content-type': MULTIPART, 'content-length': 1024 * 1024 },
+    });
+    req.on('error', () => {}); // the hang-up this test causes
+    req.write(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="report.txt"\r\n\r\n`,
+    );
+    req.write(Buffer.alloc(32 * 1024, 0x61));
+    // The new version is being written beside the old one.
+    await vi.waitFor(() => expect(readdirSync(join(site.root, 'uploads'))).toHaveLength(2));
+    req.destroy();
+    await vi.waitFor(() => expect(site.errors).toHaveLength(1));
+    await vi.waitFor(() => expect(descriptorsUnder(site.root)).toEqual([]));
+    expect(readFileSync(target(), 'utf8')).toBe('version 1');
+    expect(readdirSync(join(site.root, 'uploads'))).toEqual(['report.txt']);
+  });
+
+  it('a complete new version replaces the old one, and nothing else stays', async () => {
+    writeFileSync(target(), 'version 1');
+    const res = await site.send('/replace', [filePart('f', 'report.txt', 'version 2')]);
+    expect(res.status).toBe(200);
+    expect(readFileSync(target(), 'utf8')).toBe('version 2');
+    expect(readdirSync(join(site.root, 'uploads'))).toEqual(['report.txt']);
+  });
+});
+
 describe('removing stored files when the request fails later', () => {
   let site: Site;
 
@@ -432,8 +490,8 @@ describe('removing stored files when the request fails later', () => {
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="half.bin"\r\n\r\n`,
     );
     req.write(Buffer.alloc(256 * 1024, 0x61));
-    const half = join(site.root, 'uploads', 'half.bin');
-    await vi.waitFor(() => expect(readFileSync(half).length).toBeGreaterThan(0));
+    // Under overwrite, the file is written beside its target, then renamed.
+    await vi.waitFor(() => expect(filesUnder(site.root)).toHaveLength(1));
     req.destroy();
     await vi.waitFor(() => expect(site.errors).toHaveLength(1));
     expect(site.errors[0]).toMatchObject({ storageErrors: [] });
