@@ -183,6 +183,25 @@ function readOverwrite(options: unknown): boolean {
   return overwrite === true;
 }
 
+/** Each request's last store: the next one of that request starts after it. */
+const lastStore = new WeakMap<Request, Promise<unknown>>();
+
+/**
+ * Runs a request's stores one after another, as the parts arrive, so a
+ * request holds at most one open file here: busboy hands on many tiny parts
+ * at once, and one request of thousands of files would otherwise take all
+ * of the process's descriptors (EMFILE, for every request). A waiting part
+ * is not read meanwhile, which holds busboy back.
+ */
+function inTurn<T>(req: Request, store: () => Promise<T>): Promise<T> {
+  const turn = (lastStore.get(req) ?? Promise.resolve()).then(store);
+  lastStore.set(
+    req,
+    turn.catch(() => {}),
+  );
+  return turn;
+}
+
 /**
  * multer storage that writes each file exactly where pathgate checked it
  * (`file.pathgatePath`). multer's diskStorage would follow symlinks and
@@ -193,24 +212,25 @@ function readOverwrite(options: unknown): boolean {
 export function safeDiskStorage(root: string, options?: DiskStorageOptions): StorageEngine {
   const overwrite = readOverwrite(options);
   return {
-    _handleFile(_req: Request, file: File, callback) {
+    _handleFile(req: Request, file: File, callback) {
       const target = file.pathgatePath;
       if (target === undefined) {
         discard(file).then((size) => callback(null, { size }), callback);
         return;
       }
-      ensureParent(root, target)
-        .then(() => (overwrite ? replaceFile(file, target) : writeNew(file, target)))
-        .then(
-          (size) =>
-            callback(null, {
-              destination: dirname(target),
-              filename: basename(target),
-              path: target,
-              size,
-            }),
-          (error: unknown) => callback(storageError(error)),
-        );
+      inTurn(req, async () => {
+        await ensureParent(root, target);
+        return overwrite ? replaceFile(file, target) : writeNew(file, target);
+      }).then(
+        (size) =>
+          callback(null, {
+            destination: dirname(target),
+            filename: basename(target),
+            path: target,
+            size,
+          }),
+        (error: unknown) => callback(storageError(error)),
+      );
     },
     _removeFile(_req: Request, file: File, callback) {
       const { path } = file;

@@ -349,6 +349,32 @@ describe('gate.diskStorage(options)', () => {
   });
 });
 
+describe('one request of many tiny files', () => {
+  it('holds at most one open file at a time, and stores them all', async () => {
+    const site = await openSite((app, gate) => {
+      app.post('/many', gate.write({ file: 'f', under: 'uploads' }), gate.multer().any(), stored);
+    });
+    // Counts this process's descriptors under the root on every turn of the event loop.
+    let most = 0;
+    let sampling = true;
+    const sample = () => {
+      most = Math.max(most, descriptorsUnder(site.root).length);
+      if (sampling) setImmediate(sample);
+    };
+    try {
+      sample();
+      const parts = Array.from({ length: 300 }, (_, i) => filePart('f', `t${i}.txt`, 'x'));
+      const res = await site.send('/many', parts);
+      expect(res.status).toBe(200);
+      expect(filesUnder(site.root)).toHaveLength(300);
+      expect(most).toBe(1);
+    } finally {
+      sampling = false;
+      await site.close();
+    }
+  });
+});
+
 describe('overwrite: true replaces a file only with a complete new one', () => {
   let site: Site;
   const target = () => join(site.root, 'uploads', 'report.txt');
