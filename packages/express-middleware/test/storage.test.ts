@@ -402,19 +402,7 @@ describe('overwrite: true replaces a file only with a complete new one', () => {
   it('a client that leaves mid-file: the old file is as it was, no temporary file stays', async () => {
     writeFileSync(target(), 'version 1');
     site.errors.length = 0;
-    const req = http.request({
-      host: '127.0.0.1',
-      port: site.port,
-      method: 'POST',
-      path: '/replace',
-      agent: false,
-      headers: { 'content-type': MULTIPART, 'content-length': 1024 * 1024 },
-    });
-    req.on('error', () => {}); // the hang-up this test causes
-    req.write(
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="report.txt"\r\n\r\n`,
-    );
-    req.write(Buffer.alloc(32 * 1024, 0x61));
+    const req = beginUpload(site.port, '/replace', 'report.txt', 32 * 1024);
     // The new version is being written beside the old one.
     await vi.waitFor(() => expect(readdirSync(join(site.root, 'uploads'))).toHaveLength(2));
     req.destroy();
@@ -503,19 +491,7 @@ describe('removing stored files when the request fails later', () => {
 
   it('a client that disconnects mid-file: the half-written file is removed and closed, the error handler runs once', async () => {
     site.errors.length = 0;
-    const req = http.request({
-      host: '127.0.0.1',
-      port: site.port,
-      method: 'POST',
-      path: '/replace',
-      agent: false,
-      headers: { 'content-type': MULTIPART, 'content-length': 10 * 1024 * 1024 },
-    });
-    req.on('error', () => {}); // the hang-up this test causes
-    req.write(
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="half.bin"\r\n\r\n`,
-    );
-    req.write(Buffer.alloc(256 * 1024, 0x61));
+    const req = beginUpload(site.port, '/replace', 'half.bin', 256 * 1024);
     // Under overwrite, the file is written beside its target, then renamed.
     await vi.waitFor(() => expect(filesUnder(site.root)).toHaveLength(1));
     req.destroy();
@@ -540,6 +516,27 @@ describe('removing stored files when the request fails later', () => {
     rmSync(join(site.root, 'uploads'), { recursive: true });
   });
 });
+
+/**
+ * Starts an upload of one file in field `f`, announcing 10 MiB, and sends
+ * `bytes` of it; the test hangs up with `req.destroy()`.
+ */
+function beginUpload(port: number, path: string, filename: string, bytes: number) {
+  const req = http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: { 'content-type': MULTIPART, 'content-length': 10 * 1024 * 1024 },
+  });
+  req.on('error', () => {}); // the hang-up the test causes
+  req.write(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="${filename}"\r\n\r\n`,
+  );
+  req.write(Buffer.alloc(bytes, 0x61));
+  return req;
+}
 
 /** Sends a multipart head and the start of a file named `filename`, then hangs up at once. */
 function leaveAfterPartBegins(port: number, path: string, filename: string): Promise<void> {
