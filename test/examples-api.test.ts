@@ -253,6 +253,46 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     failed(415, 'Unsupported Media Type', 'unsupported media type'),
   ],
   [
+    // Fastify parses a body on any method but GET, HEAD and TRACE once it has a
+    // content type, an absent body included: an empty JSON body is a 400.
+    'a JSON content type on a DELETE without a body',
+    {
+      method: 'DELETE',
+      path: '/files/uploads/hello.txt',
+      headers: { 'content-type': 'application/json' },
+    },
+    failed(400, 'Bad Request', 'bad request'),
+  ],
+  [
+    'another content type on a DELETE without a body',
+    {
+      method: 'DELETE',
+      path: '/files/uploads/hello.txt',
+      headers: { 'content-type': 'text/plain' },
+    },
+    failed(415, 'Unsupported Media Type', 'unsupported media type'),
+  ],
+  [
+    'bad JSON to the upload',
+    postJson('/api/upload', '{"file":'),
+    failed(400, 'Bad Request', 'bad request'),
+  ],
+  [
+    'bad JSON to an unknown route',
+    postJson('/nope', '{'),
+    failed(400, 'Bad Request', 'bad request'),
+  ],
+  [
+    // Fastify reads no body for a GET.
+    'a GET with a body that is not JSON',
+    {
+      path: '/api/list?dir=public',
+      headers: { 'content-type': 'text/plain', 'content-length': '1' },
+      body: 'x',
+    },
+    listed(['docs', 'dir', 0], ['readme.txt', 'file', 45]),
+  ],
+  [
     // Both apps parse JSON and multipart on every route; a move's body then has no from.
     'a multipart body to the JSON move',
     postFiles('/api/move', ['from', 'uploads/hello.txt', 'x']),

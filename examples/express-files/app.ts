@@ -20,16 +20,8 @@ import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
  */
 const FILES = '/files/{*"*"}';
 
-/**
- * Bodies are JSON or multipart, the two parsers the Fastify example has:
- * another media type is a 415 on every route, as there.
- */
-const jsonOrMultipart: RequestHandler = (req, _res, next) => {
-  const { 'content-type': type, 'content-length': length } = req.headers;
-  const noBody = type === undefined && length === '0';
-  const other = req.is(['application/json', 'multipart/form-data']) === false && !noBody;
-  next(other ? new FileApiError(415, 'unsupported media type') : undefined);
-};
+/** Methods Fastify reads no body for, whatever the request carries. */
+const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
 
 /** JSON bodies read as Fastify reads them: any JSON value is accepted (pathgate judges it), an empty body is a 400. */
 const jsonBody = express.json({
@@ -38,6 +30,28 @@ const jsonBody = express.json({
     if (body.length === 0) throw new FileApiError(400, 'bad request');
   },
 });
+
+/**
+ * Bodies are read as Fastify reads them, on every route: none on a GET, HEAD
+ * or TRACE; on other methods a content type means a body to parse (an absent
+ * one is empty: a 400 for JSON), and only JSON and multipart have parsers,
+ * another media type is a 415. Multipart is left to the upload's multer.
+ */
+const readBody: RequestHandler = (req, res, next) => {
+  if (BODYLESS.has(req.method)) return next();
+  const { 'content-type': type, 'content-length': length } = req.headers;
+  const framed = length !== undefined || req.headers['transfer-encoding'] !== undefined;
+  if (type === undefined) {
+    const empty = !framed || length === '0';
+    return next(empty ? undefined : new FileApiError(415, 'unsupported media type'));
+  }
+  const media = type.split(';', 1)[0]?.trim().toLowerCase();
+  if (media === 'multipart/form-data') return next();
+  if (media !== 'application/json') return next(new FileApiError(415, 'unsupported media type'));
+  // Express's parser skips a request with no body at all; Fastify's finds it empty.
+  if (!framed) return next(new FileApiError(400, 'bad request'));
+  jsonBody(req, res, next);
+};
 
 export function buildApp(root: string): Express {
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
@@ -50,7 +64,7 @@ export function buildApp(root: string): Express {
 
   const app = express();
   app.disable('x-powered-by');
-  app.use(jsonOrMultipart);
+  app.use(readBody);
 
   app.get('/', (_req, res) => {
     res.type('text/html; charset=utf-8').send(page);
@@ -76,17 +90,12 @@ export function buildApp(root: string): Express {
     res.json({ deleted: shown(path) });
   });
 
-  app.post(
-    '/api/move',
-    jsonBody,
-    gate.write({ body: 'from' }, { body: 'to' }),
-    async (req, res) => {
-      const from = checkedPath(req.pathgate, 'body', 'from');
-      const to = checkedPath(req.pathgate, 'body', 'to');
-      await moveFile(from, to);
-      res.json({ moved: shown(from), to: shown(to) });
-    },
-  );
+  app.post('/api/move', gate.write({ body: 'from' }, { body: 'to' }), async (req, res) => {
+    const from = checkedPath(req.pathgate, 'body', 'from');
+    const to = checkedPath(req.pathgate, 'body', 'to');
+    await moveFile(from, to);
+    res.json({ moved: shown(from), to: shown(to) });
+  });
 
   // The gate first, then its multer middleware: each filename is checked before
   // a byte is stored. any() lets pathgate, not multer, judge a file in another
