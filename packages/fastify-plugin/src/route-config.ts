@@ -24,16 +24,20 @@ const kRouteGuarded: unique symbol = Symbol('pathgate.routeGuarded');
 type MarkedConfig = { [kRouteGuarded]?: true; pathgate?: RouteGuardOptions };
 
 /**
- * The parameter names of a route URL in find-my-way's syntax: `:name`,
- * `:name?`, `:from-:to`, `:file.:ext` (`::` is a literal colon) and `*`.
+ * The parameter names of a route URL, read as find-my-way reads them:
+ * `:name`, `:name?` (last), `:from-:to`, `:file.:ext` and `*`; `::` is a
+ * literal colon. A name ends only at `-`, `.` or `/`, so a colon inside it
+ * is its own: `/mail/:user@:host` has one parameter, `user@:host`.
  * Undefined for a URL with a regex parameter, which this does not parse.
  */
 function urlParams(url: string): ReadonlySet<string> | undefined {
   if (url.includes('(')) return undefined;
   const names = new Set<string>();
-  for (const [, name] of url.replaceAll('::', '').matchAll(/:([^/:?.-]+)/g))
-    names.add(name as string);
-  if (url.includes('*')) names.add('*');
+  const optionalLast = /\?(\/?)$/;
+  for (const [token, name] of url.replace(optionalLast, '$1').matchAll(/::|:([^/.-]*)|\*/g)) {
+    if (name !== undefined) names.add(name);
+    else if (token === '*') names.add('*');
+  }
   return names;
 }
 

@@ -152,6 +152,8 @@ describe("a params spec must name a parameter of the route's URL", () => {
     ['/plain', 'file', 'none'],
     ['/x::y/:id', 'y', 'id'],
     ['/near/:lat-:lng', 'lon', 'lat, lng'],
+    // find-my-way ends a name only at `-`, `.` or `/`: this route has one parameter.
+    ['/mail/:user@:host', 'host', 'user@:host'],
   ])(
     '%s with params %s: a TypeError naming the route and its parameters',
     async (url, name, has) => {
@@ -168,10 +170,33 @@ describe("a params spec must name a parameter of the route's URL", () => {
     ['/f/:file.:ext', ['file', 'ext']],
     ['/opt/:dir/:file?', ['dir', 'file']],
     ['/x::y/:id', ['id']],
+    ['/mail/:user@:host', ['user@:host']],
+    ['/pair/:a::b', ['a::b']],
     // A regex parameter is not parsed here: its names are not checked.
     ['/r/:id(^\\d+)', ['anything']],
   ])('%s with params %j: accepted', async (url, names) => {
     expect(await declare(url, ...names)).not.toThrow();
+  });
+
+  it('a name holding a colon is the one find-my-way fills, and its value is checked', async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    const paths = [{ params: 'user@:host', under: 'public' }];
+    app.get(
+      '/mail/:user@:host',
+      { config: { pathgate: { mode: 'read', paths } } },
+      async (req) => ({
+        params: req.params,
+        checked: req.pathgate?.params,
+      }),
+    );
+    const port = await listen(app);
+    expect((await request(port, { path: '/mail/me@example' })).json).toEqual({
+      params: { 'user@:host': 'me@example' },
+      checked: { 'user@:host': `${root}/public/me@example` },
+    });
+    const climbing = await request(port, { path: '/mail/..%2F..%2Fetc@x' });
+    expect(climbing.json).toEqual(denied('params.user@:host', 'path-not-in-allowlist'));
   });
 });
 
