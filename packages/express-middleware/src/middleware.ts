@@ -10,7 +10,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { misconfiguredOnce, type Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
-import { leaveRouteState, uploadFollows } from './route-state.js';
+import { gateRoutePath, leaveRouteState, uploadFollows } from './route-state.js';
 import type { ValuesReader } from './route-values.js';
 
 /** Checked before a multipart body is read; its fields and files are checked after multer. */
@@ -56,28 +56,34 @@ export interface RouteMiddlewareParts {
 }
 
 /**
- * Logs once, on a deny, that a spec names a parameter the route does not
- * have (a typo, or a gate in `app.use()`, where Express fills no params):
- * every request would be denied, and without this nothing would say why.
+ * Logs once, on a deny, that a required spec names a parameter the request
+ * does not have: a typo, a gate outside the route (Express gives a gate in
+ * `app.use()` only the params of its mount path), or a parameter of an
+ * optional segment. Without this, nothing would say why every such
+ * request is denied. Express does not list a route's params, so a typo and
+ * an optional segment share one message.
  */
 function unknownParamsWarner(settings: Settings, names: readonly string[]) {
   const warn = misconfiguredOnce(settings);
-  return (req: Request) => {
+  return (req: Request, gate: object) => {
     const params: object = req.params ?? {};
     const unknown = names.find((name) => !Object.hasOwn(params, name));
     if (unknown === undefined) return;
-    const route = req.route?.path ?? 'no route: a gate in app.use() gets no params';
+    const route = gateRoutePath(req, gate);
     warn(
       req,
-      `params "${unknown}" is not a parameter of this route (${route}): every request is denied`,
+      route === undefined
+        ? `params "${unknown}" is missing: a gate outside a route (in app.use() or router.use()) gets only the params of its mount path; use it in the route`
+        : `params "${unknown}" is missing on route ${route}: a parameter the route does not have denies every request; one in an optional segment, the requests without it (mark its spec optional)`,
     );
   };
 }
 
 /**
- * The route-level middleware of `gate.read()` / `gate.write()` (route-level,
- * since Express fills `req.params` only there). It checks every declared
- * value, then hands the canonical paths to the handler on `req.pathgate`.
+ * The route-level middleware of `gate.read()` / `gate.write()` (route-level:
+ * there Express fills `req.params` with the route's params). It checks
+ * every declared value, then hands the canonical paths to the handler on
+ * `req.pathgate`.
  * On an unread multipart body, the gate's multer middleware that follows
  * on the route checks the fields and files and sets `req.pathgate`.
  */
@@ -126,7 +132,7 @@ export function routeMiddleware({
     const refused = result.ok ? denials : [...(denials ?? []), result.denial];
     if (refused !== undefined && refused.length > 0) {
       if (unread) warnUnparsed(req);
-      warnUnknownParams(req);
+      warnUnknownParams(req, pathgate);
       for (const denial of refused) if (!deny(denial, req, res, next)) return;
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });

@@ -51,26 +51,51 @@ export function markUploadHandler<T extends object>(handler: T): T {
   return handler;
 }
 
+interface RouteLayer {
+  handle?: unknown;
+  method?: unknown;
+}
+
 interface RouteStack {
-  stack?: readonly { handle?: unknown; method?: unknown }[];
+  stack?: readonly RouteLayer[];
+}
+
+/** A route's layers, and where a gate is among them. */
+interface GateLayers {
+  readonly stack: readonly RouteLayer[];
+  readonly at: number;
+}
+
+/**
+ * The layers of the request's route (Express's `req.route`) and where
+ * `gate` is among them; undefined for a gate outside a route (in `app.use`
+ * or `router.use`), where `req.route` is unset or an earlier route's.
+ */
+function gateLayers(req: Request, gate: object): GateLayers | undefined {
+  const stack = (req.route as RouteStack | undefined)?.stack;
+  if (!Array.isArray(stack)) return undefined;
+  const at = stack.findIndex((layer) => layer.handle === gate);
+  return at === -1 ? undefined : { stack, at };
+}
+
+/** The path of the route `gate` is on, or undefined for a gate outside a route. */
+export function gateRoutePath(req: Request, gate: object): string | undefined {
+  return gateLayers(req, gate) === undefined ? undefined : String(req.route.path);
 }
 
 /**
  * Whether a gate multer middleware that runs for this request's method
- * comes after `gate` on the request's route (Express's `req.route`, its
- * layers' handles and methods; `.all()` layers have none). A gate not on
- * `req.route` (used with `app.use`, or a stale route) finds none. Without
+ * comes after `gate` on its route (the layers' handles and methods;
+ * `.all()` layers have none). A gate outside a route finds none. Without
  * one, the multipart fields and files of the request can never be checked.
  */
 export function uploadFollows(req: Request, gate: object): boolean {
-  const stack = (req.route as RouteStack | undefined)?.stack;
-  if (!Array.isArray(stack)) return false;
-  const at = stack.findIndex((layer) => layer.handle === gate);
-  if (at === -1) return false;
+  const layers = gateLayers(req, gate);
+  if (layers === undefined) return false;
   const method = req.method.toLowerCase();
-  return stack.some(
+  return layers.stack.some(
     (layer, i) =>
-      i > at &&
+      i > layers.at &&
       uploadHandlers.has(layer.handle as object) &&
       (layer.method === undefined || layer.method === method),
   );

@@ -440,14 +440,52 @@ describe('a required params spec naming no parameter of the route', () => {
     expect(logs.map((entry) => [entry.event, entry.message, entry.url])).toEqual([
       [
         'misconfigured',
-        'params "fiel" is not a parameter of this route (/typo/:file): every request is denied',
+        'params "fiel" is missing on route /typo/:file: a parameter the route does not have denies every request; one in an optional segment, the requests without it (mark its spec optional)',
         '/typo/a.txt',
       ],
       [
         'misconfigured',
-        'params "path" is not a parameter of this route (no route: a gate in app.use() gets no params): every request is denied',
+        'params "path" is missing: a gate outside a route (in app.use() or router.use()) gets only the params of its mount path; use it in the route',
         '/mounted/a',
       ],
+    ]);
+  });
+
+  it('a gate in app.use() gets the params of its mount path, and only those', async () => {
+    const logs: PathgateLogEntry[] = [];
+    const gate = pathgate({ root: ROOT, fs: FS, log: (entry) => logs.push(entry) });
+    const app = express();
+    const ok: express.RequestHandler = (req, res) => {
+      res.json({ checked: req.pathgate?.params });
+    };
+    app.use('/users/:id', gate.read({ params: 'id', under: 'docs' }));
+    app.get('/users/:id/files', ok);
+    // An earlier route that passes the request on leaves req.route behind.
+    app.get('/stale/:name', (_req, _res, next) => next());
+    app.use('/stale', gate.read({ params: 'name', under: 'docs' }), ok);
+    const allowed = await supertest(app).get('/users/a/files').expect(200);
+    expect(allowed.body).toEqual({ checked: { id: '/srv/root/docs/a' } });
+    await supertest(app).get('/users/..%2F..%2Fx/files').expect(403);
+    const stale = await supertest(app).get('/stale/a').expect(403);
+    expect(stale.body).toEqual(denied('missing-path', 'params.name'));
+    expect(logs.map((entry) => entry.message)).toEqual([
+      'params "name" is missing: a gate outside a route (in app.use() or router.use()) gets only the params of its mount path; use it in the route',
+    ]);
+  });
+
+  it('a parameter of an optional segment is not called a typo', async () => {
+    const logs: PathgateLogEntry[] = [];
+    const gate = pathgate({ root: ROOT, fs: FS, log: (entry) => logs.push(entry) });
+    const app = express();
+    app.get('/list{/:dir}', gate.read({ params: 'dir', under: 'docs' }), (req, res) => {
+      res.json({ checked: req.pathgate?.params });
+    });
+    const allowed = await supertest(app).get('/list/a').expect(200);
+    expect(allowed.body).toEqual({ checked: { dir: '/srv/root/docs/a' } });
+    const without = await supertest(app).get('/list').expect(403);
+    expect(without.body).toEqual(denied('missing-path', 'params.dir'));
+    expect(logs.map((entry) => entry.message)).toEqual([
+      'params "dir" is missing on route /list{/:dir}: a parameter the route does not have denies every request; one in an optional segment, the requests without it (mark its spec optional)',
     ]);
   });
 });
