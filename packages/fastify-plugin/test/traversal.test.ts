@@ -130,6 +130,19 @@ describe('paths through the router', () => {
   it.each(ROWS)('%s: %s', async (_name, path, want) => {
     await check(await serve(), 'GET', path, undefined, want);
   });
+
+  it('app.inject() resolves dot segments before routing, so only a raw request tests the gate', async () => {
+    const app = newApp();
+    await app.register(pathgate, { root: sandbox(), fs: ['./public/**'] });
+    const read = { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } } as const;
+    app.get('/files/*', read, async () => 'read');
+    const path = '/files/public/../../etc/passwd';
+    for (const url of [path, '/files/public/%2e%2e/%2e%2e/etc', '/files/public/..\\..\\etc']) {
+      expect((await app.inject({ url })).statusCode).toBe(404);
+    }
+    const port = await listen(app);
+    expect((await request(port, { path })).json).toEqual(denied(STAR, OUT));
+  });
 });
 
 describe('query strings', () => {
