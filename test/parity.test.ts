@@ -192,6 +192,31 @@ describe('Fastify and Express answer alike', () => {
   });
 });
 
+describe('where the frameworks read a request differently (README, "The same request")', () => {
+  const both = (sent: Sent) =>
+    Promise.all([send(apps.fastify.port, sent), send(apps.express.port, sent)]);
+  const checked = (path: string) => ({
+    status: 200,
+    body: { pathgate: expect.objectContaining({ query: { path } }) },
+  });
+
+  it('a query escape that is not UTF-8: kept as written by Fastify, U+FFFD in Express', async () => {
+    const [fromFastify, fromExpress] = await both({ path: '/q?path=docs/%FF' });
+    expect(fromFastify).toEqual(checked(`${ROOT}/docs/%FF`));
+    expect(fromExpress).toEqual(checked(`${ROOT}/docs/\uFFFD`));
+  });
+
+  it.each([
+    ['an empty wildcard', '/files/', [403, 404]],
+    ['another case', '/DOC/report.pdf', [404, 200]],
+    ['a trailing slash', '/doc/report.pdf/', [404, 200]],
+    ['a parameter over maxParamLength', `/doc/${'a'.repeat(101)}`, [414, 200]],
+  ])('the routers: %s (%s)', async (_name, path, [fastify, express]) => {
+    const [fromFastify, fromExpress] = await both({ path });
+    expect([fromFastify.status, fromExpress.status]).toEqual([fastify, express]);
+  });
+});
+
 describe('an onDeny that throws', () => {
   it('both log it and send the default 403, never the error', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
