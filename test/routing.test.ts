@@ -53,6 +53,9 @@ const ROUTES: readonly TwinRoute[] = [
     express: '/list{/:dir}',
     paths: [{ params: 'dir', under: 'docs', optional: true }],
   },
+  // After `//`, a wildcard's value starts with `/`: absolute, unless `under` joins it.
+  { fastify: '/abs/*', express: '/abs/*"*"', paths: [{ params: '*' }] },
+  { fastify: '/rel/*', express: '/rel/*"*"', paths: [{ params: '*', under: '.' }] },
 ];
 
 const read = (route: TwinRoute) => ({
@@ -126,6 +129,11 @@ const CASES: readonly Case[] = [
   ['an optional param, absent', '/list', {}],
   ['an optional param', '/list/a', { dir: `${ROOT}/docs/a` }],
   ['an optional param that climbs out', '/list/..%2F..', [OUT, 'params.dir']],
+  ['a wildcard after //: absolute', '/abs//srv/root/docs/a', { '*': `${ROOT}/docs/a` }],
+  // `path.join(root, raw)` would read /srv/srv/root/docs/a: use the checked path.
+  ['absolute, climbing above /', '/abs//..%2Fsrv/root/docs/a', { '*': `${ROOT}/docs/a` }],
+  ['under ".": relative to the root', '/rel//docs/a', { '*': `${ROOT}/docs/a` }],
+  ['under ".": an absolute-looking value', '/rel//srv/root/docs/a', [OUT, 'params.*']],
 ];
 
 describe('routing features: Fastify and Express answer alike', () => {
