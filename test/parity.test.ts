@@ -60,6 +60,8 @@ const CASES: readonly Case[] = [
   ['optional both absent', { path: '/opt' }, 'allow'],
   ['optional one present', { path: '/opt?b=docs/b' }, 'allow'],
   ['header', { path: '/h', headers: { 'X-File': 'docs/h.txt' } }, 'allow'],
+  // Node joins a header sent twice with ', ': one value, one path ('docs/a, ../x' is inside docs).
+  ['header sent twice', { path: '/h', headers: { 'X-File': ['docs/a', '../x'] } }, 'allow'],
   ['body two keys', post('/move', '{"from":"uploads/a","to":"/srv/root/reports/q3.csv"}'), 'allow'],
   ['body key/index', post('/deep', '{"files":[{"path":"uploads/x"}]}'), 'allow'],
   ['body under, leading /', post('/under', '{"name":"/avatar.png"}'), 'allow'],
