@@ -316,6 +316,22 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     expect((await request(port, { method: 'HEAD', path: '/files/public/a' })).status).toBe(200);
   });
 
+  it("a declaration another onRoute hook adds is guarded when that hook runs before pathgate's", async () => {
+    const app = newApp();
+    app.addHook('onRoute', (route) => {
+      if (route.url.startsWith('/auto/')) route.config = { ...route.config, pathgate: READ_STAR };
+    });
+    const root = await withPlugin(app);
+    app.get('/auto/*', async (req) => req.pathgate?.params);
+    const port = await listen(app);
+    expect((await request(port, { path: '/auto/..%2F..%2Fx' })).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
+    expect((await request(port, { path: '/auto/public/a' })).json).toEqual({
+      '*': `${root}/public/a`,
+    });
+  });
+
   it('one declaration object shared by several routes guards each', async () => {
     const app = newApp();
     const root = await withPlugin(app);
