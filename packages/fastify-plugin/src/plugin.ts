@@ -31,6 +31,8 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
     guardRoute(route, guard, settings);
     if (appWide) RouteGuards.markGuarded(route);
   });
+  // A later plugin's onRoute hook can still change a declaration pathgate read.
+  fastify.addHook('onReady', async () => guards.assertDeclarationsKept());
   // Routes declared earlier, or in contexts made earlier, are still guarded:
   // app-wide hooks reach every context, and compile their guards on first use.
   if (appWide) {

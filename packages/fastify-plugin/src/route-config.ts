@@ -65,6 +65,8 @@ function checkParamNames(route: RouteOptions, declaration: RouteGuardOptions): v
  */
 export class RouteGuards {
   private readonly compiled = new WeakMap<object, RouteGuard | Error>();
+  /** Each route the `onRoute` hook saw, with the declaration it had then; until `onReady`. */
+  private seen: [RouteOptions, RouteGuardOptions | undefined][] = [];
 
   constructor(private readonly policy: PermissionPolicy) {}
 
@@ -74,11 +76,30 @@ export class RouteGuards {
    */
   compileRoute(route: RouteOptions): RouteGuard | undefined {
     const declaration = route.config?.pathgate;
+    this.seen.push([route, declaration]);
     if (declaration === undefined) return undefined;
     const guard = this.compile(declaration, () => routeLabel(route.method, route.url));
     if (guard instanceof Error) throw guard;
     checkParamNames(route, declaration);
     return guard;
+  }
+
+  /**
+   * `onReady`: throws if an `onRoute` hook that ran after pathgate's (a
+   * plugin registered later) set or replaced a route's `config.pathgate`.
+   * Fastify builds the route from its options right after those hooks, so
+   * the route would run unguarded, or guarded by the declaration it had
+   * before: the app must not start.
+   */
+  assertDeclarationsKept(): void {
+    const seen = this.seen;
+    this.seen = [];
+    const changed = seen.find(([route, declaration]) => route.config?.pathgate !== declaration);
+    if (changed === undefined) return;
+    const [{ method, url }, declaration] = changed;
+    throw new TypeError(
+      `pathgate: route ${routeLabel(method, url)}: config.pathgate was ${declaration === undefined ? 'set' : 'replaced'} by an onRoute hook that runs after pathgate's, so the route would not be guarded as declared; add that hook before registering pathgate`,
+    );
   }
 
   /** `onRoute`, with the app-wide hooks installed: they must skip this route. */

@@ -332,6 +332,44 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     });
   });
 
+  it.each([
+    ['set', undefined],
+    ['replaced', READ_QUERY],
+  ])(
+    "a declaration an onRoute hook after pathgate's %s: the app does not start, and says why",
+    async (done, before) => {
+      const app = newApp();
+      await withPlugin(app);
+      app.addHook('onRoute', (route) => {
+        if (route.url === '/late/*') route.config = { ...route.config, pathgate: READ_STAR };
+      });
+      app.get('/free', async () => 'free');
+      app.get(
+        '/late/*',
+        before === undefined ? {} : { config: { pathgate: before } },
+        async () => 'x',
+      );
+      await expect(app.ready()).rejects.toThrow(
+        new TypeError(
+          `pathgate: route GET /late/*: config.pathgate was ${done} by an onRoute hook that runs after pathgate's, so the route would not be guarded as declared; add that hook before registering pathgate`,
+        ),
+      );
+    },
+  );
+
+  it("an onRoute hook after pathgate's that keeps the declaration: the app starts and is guarded", async () => {
+    const app = newApp();
+    await withPlugin(app);
+    app.addHook('onRoute', (route) => {
+      route.config = { ...route.config }; // a new config object, the same declaration
+    });
+    app.get('/kept/*', { config: { pathgate: READ_STAR } }, async () => 'x');
+    const port = await listen(app);
+    expect((await request(port, { path: '/kept/..%2F..%2Fx' })).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
+  });
+
   it('one declaration object shared by several routes guards each', async () => {
     const app = newApp();
     const root = await withPlugin(app);
