@@ -237,16 +237,31 @@ export class RouteGuard {
     };
   }
 
-  /** One selected value, or each element of a selected array: the canonical path(s), or the deny. */
-  private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | Denied {
+  /**
+   * One selected value, or each element of a selected array: the canonical
+   * path(s), or the first deny. With `denials` (report-only), an array's
+   * every element is checked and each deny added there, so a list reports
+   * all it would deny.
+   */
+  private checkSelected(
+    spec: CompiledSpec,
+    value: unknown,
+    denials?: PathDenial[],
+  ): string | string[] | Denied {
     if (!Array.isArray(value)) return this.allowedPath(spec, value);
     const paths: string[] = [];
+    let first: Denied | undefined;
     for (const item of selectedValues(value)) {
       const path = this.allowedPath(spec, item);
-      if (typeof path !== 'string') return path;
-      paths.push(path);
+      if (typeof path === 'string') {
+        paths.push(path);
+        continue;
+      }
+      if (denials === undefined) return path;
+      first ??= path;
+      denials.push(path.denial);
     }
-    return paths;
+    return first ?? paths;
   }
 
   /** One value: an empty string is missing, `under` joins, the policy decides. */
@@ -296,10 +311,13 @@ export class RouteGuard {
         denials.push(missing.denial);
         continue;
       }
-      const checked = text ? this.allowedPath(spec, value) : this.checkSelected(spec, value);
+      const checked = text
+        ? this.allowedPath(spec, value)
+        : this.checkSelected(spec, value, denials);
       if (typeof checked !== 'string' && !Array.isArray(checked)) {
         if (denials === undefined) return checked;
-        denials.push(checked.denial);
+        // A list's denies were added element by element.
+        if (!Array.isArray(value)) denials.push(checked.denial);
         continue;
       }
       // Read-only to the handler; the guard fills it.

@@ -722,6 +722,19 @@ describe('checkRequest: with a denials list (report-only), no deny stops the che
     expect(info.headers).toEqual({ 'x-path': `${ROOT}/reports/q4.csv` });
   });
 
+  it('each denied element of a list is listed, in order; the list is left out whole', () => {
+    const info = guard.newInfo();
+    const denials: PathDenial[] = [];
+    const list = ['../a', 'uploads/ok', 'docs/read-only', 'uploads/\u0000'];
+    guard.checkRequest({ ...values, query: { list } }, info, undefined, denials);
+    expect(denials.filter((d) => d.label === 'query.list').map((d) => d.reason)).toEqual([
+      'path-not-in-allowlist',
+      'mode-not-permitted',
+      'nul-byte',
+    ]);
+    expect(info.query).toEqual({});
+  });
+
   it('a missing required value is listed too; without the list the first deny stops the check', () => {
     const denials: PathDenial[] = [];
     const info = guard.newInfo();

@@ -160,6 +160,20 @@ describe('report-only', () => {
     expect(s.denials).toHaveLength(3);
   });
 
+  it('each denied element of a list is reported, in order; the list is not handed out', async () => {
+    const s = await serve();
+    const from = ['secret/x', 'uploads/a.png', 'public/b.png', 'secret/y'];
+    const res = await postJson(s.port, '/move', { from, to: 'uploads/c.png' });
+    expect(res.json).toMatchObject({ body: { to: `${s.root}/uploads/c.png` } });
+    expect(res.json).not.toHaveProperty('body.from');
+    expect(s.reports().map((l) => [l.pathgate?.reason, l.pathgate?.path])).toEqual([
+      ['path-not-in-allowlist', `${s.root}/secret/x`],
+      ['mode-not-permitted', `${s.root}/public/b.png`],
+      ['path-not-in-allowlist', `${s.root}/secret/y`],
+    ]);
+    expect(s.denials.map((d) => d.label)).toEqual(['body.from', 'body.from', 'body.from']);
+  });
+
   it('a missing value is reported as missing-path', async () => {
     const s = await serve();
     const res = await postJson(s.port, '/move', { to: 'uploads/a.png' });
