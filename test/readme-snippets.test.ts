@@ -1,5 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { Express } from 'express';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT, tscErrors } from './tsc.js';
 
@@ -55,4 +57,38 @@ describe('README examples', () => {
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
     expect(tscErrors(dir)).toBe('');
   }, 60_000);
+});
+
+describe('README examples that serve files', () => {
+  // A sandbox under a dot folder (`~/.local/share/…`, `/srv/.data/…`) is a
+  // common place for one: the examples must serve it, not 404 every file.
+  const root = join(dir, '.data', 'files');
+  mkdirSync(join(root, 'public'), { recursive: true });
+  writeFileSync(join(root, 'public', 'a.txt'), 'hello');
+  const serving = READMES.flatMap((readme) =>
+    completeSnippets(readme)
+      .filter((code) => code.includes('res.sendFile('))
+      .map((code, i) => ({ name: `${readme} #${i + 1}`, code })),
+  );
+
+  it('there are some', () => {
+    expect(serving.length).toBeGreaterThan(1);
+  });
+
+  it.each(serving)('$name serves a file from a root under a dot folder', async ({ name, code }) => {
+    const file = join(dir, `serve_${name.replace(/\W/g, '_')}.ts`);
+    const app = code
+      .replaceAll("'/srv/files'", JSON.stringify(root))
+      .replace('app.listen(3000);', '');
+    writeFileSync(file, `${app}\nexport { app };\n`);
+    const server = ((await import(file)) as { app: Express }).app.listen(0, '127.0.0.1');
+    try {
+      await new Promise((resolve) => server.once('listening', resolve));
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/files/public/a.txt`);
+      expect([res.status, await res.text()]).toEqual([200, 'hello']);
+    } finally {
+      server.close();
+    }
+  });
 });
