@@ -1,0 +1,68 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PermissionPolicy, resolveSymlinks } from '@pathgate/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FRAMEWORKS, forbidden, type Route, send, watchApps } from './apps.js';
+
+// Both adapters with `resolve: resolveSymlinks`, over HTTP, on a real tree: a
+// link inside the root is judged, and handed to the handler, as its target.
+// So a link out of the root is denied, and a handler that deletes or renames
+// the path it was given acts on the target, never on the link.
+
+const base = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-links-')));
+const root = join(base, 'root');
+mkdirSync(join(root, 'public'), { recursive: true });
+mkdirSync(join(root, 'uploads'));
+mkdirSync(join(base, 'secret'));
+writeFileSync(join(root, 'public', 'a.txt'), 'a');
+writeFileSync(join(root, 'uploads', 'b.txt'), 'b');
+writeFileSync(join(base, 'secret', 'passwd'), 'x');
+symlinkSync('../../secret/passwd', join(root, 'public', 'out.txt'));
+symlinkSync(join(base, 'secret'), join(root, 'uploads', 'outdir'));
+symlinkSync(join(base, 'secret', 'new'), join(root, 'uploads', 'dangling'));
+symlinkSync('a.txt', join(root, 'public', 'in.txt'));
+symlinkSync('b.txt', join(root, 'uploads', 'in.txt'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const policy = new PermissionPolicy({
+  root,
+  permissions: { fs: ['./public/**', 'rw:./uploads/**'] },
+  resolve: resolveSymlinks,
+});
+const ROUTES: readonly Route[] = [
+  { method: 'GET', url: '/files/*', mode: 'read', paths: [{ params: '*' }] },
+  { method: 'POST', url: '/move', mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] },
+];
+const watched = watchApps(policy, ROUTES);
+
+describe.each(FRAMEWORKS)('%s with resolveSymlinks', (framework) => {
+  const port = () => watched.apps[framework].port;
+
+  it.each([
+    ['a link out of the root', '/files/public/out.txt'],
+    ['a path through a folder link out of the root', '/files/uploads/outdir/passwd'],
+  ])('%s is denied', async (_name, path) => {
+    const answer = await send(port(), { path });
+    expect(answer).toEqual({
+      status: 403,
+      body: forbidden('path-not-in-allowlist', 'params.*'),
+    });
+  });
+
+  it('a write through a dangling link out of the root is denied', async () => {
+    const json = JSON.stringify({ from: 'uploads/b.txt', to: 'uploads/dangling' });
+    const answer = await send(port(), { method: 'POST', path: '/move', json });
+    expect(answer).toEqual({ status: 403, body: forbidden('path-not-in-allowlist', 'body.to') });
+  });
+
+  it('a link inside the root is handed to the handler as its target', async () => {
+    const read = await send(port(), { path: '/files/public/in.txt' });
+    expect(read.body).toMatchObject({ pathgate: { params: { '*': `${root}/public/a.txt` } } });
+    const json = JSON.stringify({ from: 'uploads/in.txt', to: 'uploads/c.txt' });
+    const moved = await send(port(), { method: 'POST', path: '/move', json });
+    expect(moved.body).toMatchObject({
+      pathgate: { body: { from: `${root}/uploads/b.txt`, to: `${root}/uploads/c.txt` } },
+    });
+  });
+});
