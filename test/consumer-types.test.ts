@@ -45,7 +45,7 @@ app.setErrorHandler((error, _request, reply) => {
   return reply.send(error);
 });
 // @ts-expect-error an error is not a number (it would be, were the type any)
-export const denied: number = new PathgateDeniedError('body.to: path denied (nul-byte)');
+export const denied: number = new PathgateDeniedError({ reason: 'nul-byte', label: 'body.to' });
 // @ts-expect-error as above
 export const misdeclared: number = new PathgateRouteConfigError();
 

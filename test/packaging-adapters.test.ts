@@ -61,14 +61,21 @@ const FASTIFY: Adapter = {
   probe: `
 function probe(mod, where) {
   const plugin = mod.default.pathgate ?? mod.default;
-  const denied = new mod.PathgateDeniedError('body.to: path denied (nul-byte)');
+  const denied = new mod.PathgateDeniedError({ reason: 'nul-byte', label: 'body.to' });
   return {
     where,
     names: Object.keys(mod).sort(),
     sameDefault: plugin === mod.pathgate,
     meta: plugin[Symbol.for('plugin-meta')],
     skipOverride: plugin[Symbol.for('skip-override')],
-    denied: [denied instanceof Error, denied.statusCode, denied.code, denied.message],
+    denied: [
+      denied instanceof Error,
+      denied.statusCode,
+      denied.code,
+      denied.message,
+      denied.reason,
+      denied.label,
+    ],
     config: new mod.PathgateRouteConfigError().statusCode,
   };
 }`,
@@ -77,7 +84,14 @@ function probe(mod, where) {
     sameDefault: true,
     meta: { fastify: '5.x', name: '@pathgate/fastify' },
     skipOverride: true,
-    denied: [true, 403, 'PATHGATE_DENIED', 'body.to: path denied (nul-byte)'],
+    denied: [
+      true,
+      403,
+      'PATHGATE_DENIED',
+      'body.to: path denied (nul-byte)',
+      'nul-byte',
+      'body.to',
+    ],
     config: 500,
   },
   types: [

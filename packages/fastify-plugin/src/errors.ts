@@ -3,27 +3,37 @@ import { denyBody, type GuardDenyReason, type PathDenial, SAND_PERM_CODES } from
 
 type DeniedFields = { code: typeof SAND_PERM_CODES.DENIED; statusCode: 403 };
 
-/** A thrown deny: the error plus why (`reason`) and which spec said so (`label`). */
-export type PathgateDenied = InstanceType<FastifyErrorConstructor<DeniedFields, [string]>> & {
-  readonly reason: GuardDenyReason;
-  readonly label: string;
-};
+/** The @fastify/error base: code `PATHGATE_DENIED`, status 403, the message as given. */
+const DeniedBase: FastifyErrorConstructor<DeniedFields, [string]> = createError(
+  SAND_PERM_CODES.DENIED,
+  '%s',
+  403,
+);
 
 /**
  * A path was denied: 403, code `PATHGATE_DENIED`. Thrown out of a multipart
  * iteration (`request.file()`, `files()`, `parts()`, `saveRequestFiles()`,
- * `attachFieldsToBody`), so a custom error handler sees `statusCode`, `code`
- * and `reason`. Its message names the spec and the reason, never a path.
- * Typed by the named `FastifyErrorConstructor` (a default-import namespace
- * is lost to CommonJS and bundler consumers), and `instanceof` narrows to
- * `PathgateDenied`: every instance pathgate throws (`deniedError`) has
- * `reason` and `label`.
+ * `attachFieldsToBody`), so a custom error handler sees `statusCode`, `code`,
+ * `reason` and `label`. Made from a denial, as the Express adapter's is, so
+ * an app's own check (`checkFs`) can throw the same error; its message names
+ * the spec and the reason, never a path. Typed by the named
+ * `FastifyErrorConstructor` (a default-import namespace is lost to CommonJS
+ * and bundler consumers).
  */
-export const PathgateDeniedError = createError(
-  SAND_PERM_CODES.DENIED,
-  '%s',
-  403,
-) as FastifyErrorConstructor<DeniedFields, [string]> & { readonly prototype: PathgateDenied };
+export class PathgateDeniedError extends DeniedBase {
+  readonly reason: GuardDenyReason;
+  /** The spec that denied: `body.from`, `params.*`, `file avatar`. */
+  readonly label: string;
+
+  constructor(denial: PathDenial) {
+    super(denyBody(denial).message);
+    this.reason = denial.reason;
+    this.label = denial.label;
+  }
+}
+
+/** A thrown deny: the error plus why (`reason`) and which spec said so (`label`). */
+export type PathgateDenied = PathgateDeniedError;
 
 /**
  * 500, code `PATHGATE_ROUTE_CONFIG`: a route declared before the plugin was
@@ -38,8 +48,3 @@ export const PathgateRouteConfigError: FastifyErrorConstructor<{
   'pathgate: this route has an invalid path declaration (see the server log)',
   500,
 );
-
-export function deniedError(denial: PathDenial): PathgateDenied {
-  const error = new PathgateDeniedError(denyBody(denial).message);
-  return Object.assign(error, { reason: denial.reason, label: denial.label });
-}

@@ -1,6 +1,6 @@
 import type { PathDenial } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { deniedError } from './errors.js';
+import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
@@ -102,7 +102,7 @@ class PartChecks {
   sticky(part?: Part): void {
     if (this.state.refused === undefined) return;
     part?.file?.destroy();
-    throw deniedError(this.state.refused);
+    throw new PathgateDeniedError(this.state.refused);
   }
 
   /**
@@ -160,7 +160,7 @@ class PartChecks {
     }
     this.state.refused = denial;
     this.state.thrownBody = body;
-    throw deniedError(denial);
+    throw new PathgateDeniedError(denial);
   }
 }
 

@@ -1,7 +1,7 @@
 import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
 import { lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
-import { deniedError } from './errors.js';
+import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { stateOf } from './request-state.js';
 
@@ -131,7 +131,7 @@ function isDefaultDenyPayload(reply: FastifyReply, payload: unknown, denial: Pat
   if (typeof payload !== 'string') return false;
   const serialize = errorSerializer(reply);
   if (serialize === undefined) return isPlainDenyPayload(payload, denyBody(denial).message);
-  const error = deniedError(denial);
+  const error = new PathgateDeniedError(denial);
   // What Fastify hands a response schema's serializer for an error.
   const shown = Object.create(error, {
     error: { value: 'Forbidden' },

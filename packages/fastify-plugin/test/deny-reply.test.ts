@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import pathgate, {
   type DenyHandler,
   type PathgateDenied,
+  PathgateDeniedError,
   type PathgateOptions,
 } from '../src/index.js';
 import { denied, listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
@@ -359,5 +360,31 @@ describe('a route with a response schema', () => {
       status: 200,
       json: {},
     });
+  });
+});
+
+describe("an app's own deny", () => {
+  it("new PathgateDeniedError(denial) from a handler: the same error as pathgate's, a 403 naming no path", async () => {
+    const app = newApp();
+    const seen: unknown[] = [];
+    app.setErrorHandler((error, _request, reply) => {
+      if (error instanceof PathgateDeniedError) seen.push([error.reason, error.label]);
+      return reply.send(error);
+    });
+    await app.register(pathgate, { root: sandbox(), fs: ['./public/**'] });
+    // A check of the app's own, say a copy's target in write mode on a read route.
+    app.get('/copy', async () => {
+      throw new PathgateDeniedError({ reason: 'mode-not-permitted', label: 'query.to' });
+    });
+    const port = await listen(app);
+    const res = await request(port, { path: '/copy' });
+    expect(res.status).toBe(403);
+    expect(res.json).toEqual({
+      statusCode: 403,
+      code: 'PATHGATE_DENIED',
+      error: 'Forbidden',
+      message: 'query.to: path denied (mode-not-permitted)',
+    });
+    expect(seen).toEqual([['mode-not-permitted', 'query.to']]);
   });
 });

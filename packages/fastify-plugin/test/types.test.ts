@@ -150,11 +150,17 @@ describe('options', () => {
 
 describe('the thrown deny', () => {
   it('carries code, statusCode, reason and label', () => {
-    const error = new PathgateDeniedError('file *: path denied (nul-byte)') as PathgateDenied;
+    const error: PathgateDenied = new PathgateDeniedError({ reason: 'nul-byte', label: 'file *' });
     expectTypeOf(error.code).toEqualTypeOf<'PATHGATE_DENIED'>();
     expectTypeOf(error.statusCode).toEqualTypeOf<403>();
     expectTypeOf(error.reason).toEqualTypeOf<GuardDenyReason>();
     expectTypeOf(error.label).toEqualTypeOf<string>();
+  });
+
+  it('is made from a denial, never from a bare message', () => {
+    // @ts-expect-error a message alone would leave reason and label undefined
+    new PathgateDeniedError('file *: path denied (nul-byte)');
+    expectTypeOf(PathgateDeniedError).constructorParameters.toEqualTypeOf<[PathDenial]>();
   });
 
   it("instanceof narrows an error handler's error to it", () => {
