@@ -1,3 +1,8 @@
 // `@pathgate/core/http`: Node HTTP helpers the adapters share (kept out of the main, I/O-free entry).
-export type { LingeringRequest, LingeringSocket, LingerOptions } from './linger.js';
+export type {
+  LingeringRequest,
+  LingeringSocket,
+  LingeringStream,
+  LingerOptions,
+} from './linger.js';
 export { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS, lingerClose } from './linger.js';

@@ -6,9 +6,12 @@
  * which sends RST and makes fast clients see EPIPE instead of the 403. So:
  * send the answer with `Connection: close`, half-close (FIN), read and drop
  * what the client still sends for a bounded time and byte count, then close.
+ * HTTP/2 forbids `Connection`, and other streams share the connection: there
+ * the request's stream is read the same way, and reset past the limits.
  *
- * Node-only and framework-free (duck-typed on IncomingMessage and Socket);
- * served from `@pathgate/core/http` so the main entry stays I/O-free.
+ * Node-only and framework-free (duck-typed on IncomingMessage, Socket and
+ * Http2Stream); served from `@pathgate/core/http` so the main entry stays
+ * I/O-free.
  */
 
 export interface LingerOptions {
@@ -23,6 +26,8 @@ export interface LingeringRequest {
   readonly complete: boolean;
   readonly httpVersionMajor: number;
   readonly socket: LingeringSocket | null;
+  /** An HTTP/2 request's stream (node:http2's compatibility API). */
+  readonly stream?: LingeringStream;
   on(event: 'data', listener: (chunk: { length: number }) => void): unknown;
   on(event: 'end' | 'error', listener: () => void): unknown;
   resume(): unknown;
@@ -37,51 +42,100 @@ export interface LingeringSocket {
   once(event: 'close', listener: () => void): unknown;
 }
 
+/** What it needs of an HTTP/2 stream. */
+export interface LingeringStream {
+  readonly closed: boolean;
+  close(code: number): unknown;
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+}
+
+/** RST_STREAM's code for "the answer is whole, stop sending" (RFC 9113, 8.1). */
+const NO_ERROR = 0;
+
 export const DEFAULT_LINGER_MS = 2000;
 export const DEFAULT_LINGER_BYTES = 64 * 1024 * 1024;
 
 const armed = new WeakSet<object>();
 
-/** Reads and drops the rest of the body for a bounded time, then destroys the socket. */
-function drain(req: LingeringRequest, socket: LingeringSocket, ms: number, bytes: number): void {
-  socket.end(); // FIN after the answer: the client reads it, then sees the close
+/** The socket or stream a drain reads from: its close ends the drain. */
+interface Closing {
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/** Reads and drops the rest of the body for a bounded time, then `stop`s the socket or stream. */
+function drain(
+  req: LingeringRequest,
+  closing: Closing,
+  stop: () => void,
+  ms: number,
+  bytes: number,
+): void {
   let seen = 0;
-  const stop = () => {
+  const halt = () => {
     clearTimeout(timer);
-    socket.destroy();
+    stop();
   };
-  const timer = setTimeout(stop, ms);
+  const timer = setTimeout(halt, ms);
   timer.unref();
-  socket.once('close', () => clearTimeout(timer));
+  closing.once('close', () => clearTimeout(timer));
   req.on('error', () => {});
   req.on('data', (chunk) => {
     seen += chunk.length;
-    if (seen > bytes) stop();
+    if (seen > bytes) halt();
   });
-  req.on('end', stop);
+  req.on('end', halt);
   req.resume(); // a parser's unpipe left the request paused
+}
+
+/**
+ * HTTP/2: once a parser stopped reading, Node neither reads the rest of the
+ * body nor ends the stream, so flow control stalls the client and the stream
+ * stays open. Once the answer is out, the rest is read and dropped as over
+ * HTTP/1.1, within the same limits; past them, RST_STREAM with NO_ERROR tells
+ * the client to stop sending and keep the answer (RFC 9113, 8.1). Other
+ * streams of the session go on.
+ */
+function lingerStream(
+  req: LingeringRequest,
+  stream: LingeringStream,
+  ms: number,
+  bytes: number,
+): void {
+  if (armed.has(stream)) return;
+  armed.add(stream);
+  const reset = () => {
+    if (!req.complete && !stream.closed) stream.close(NO_ERROR);
+  };
+  stream.once('finish', () => {
+    if (!req.complete) drain(req, stream, reset, ms, bytes);
+  });
 }
 
 /**
  * Arms the lingering close for this request's socket: call it before the
  * answer is sent, and send the answer with `Connection: close` (Node then
  * calls `socket.destroySoon()` once the answer is flushed, which this hooks).
- * Returns whether the header should be set (false for HTTP/2, which resets
- * the stream instead, and when the body was already read whole).
+ * Returns whether the header should be set: false when the body was already
+ * read whole, and for HTTP/2, which forbids it (the stream lingers instead,
+ * and the connection stays open).
  */
 export function lingerClose(req: LingeringRequest, options: LingerOptions = {}): boolean {
-  if (req.httpVersionMajor >= 2) return false;
+  const ms = options.lingerMs ?? DEFAULT_LINGER_MS;
+  const bytes = options.lingerBytes ?? DEFAULT_LINGER_BYTES;
+  if (req.httpVersionMajor >= 2) {
+    if (!req.complete && req.stream !== undefined) lingerStream(req, req.stream, ms, bytes);
+    return false;
+  }
   if (req.complete) return true; // nothing unread: a plain close cannot RST
   const socket = req.socket;
   if (!socket || armed.has(socket) || typeof socket.destroySoon !== 'function') return true;
   armed.add(socket);
-  const ms = options.lingerMs ?? DEFAULT_LINGER_MS;
-  const bytes = options.lingerBytes ?? DEFAULT_LINGER_BYTES;
   const original = socket.destroySoon;
   socket.destroySoon = function lingeringDestroySoon(this: LingeringSocket) {
     if (req.complete) return original.call(this);
     if (this.destroyed) return;
-    drain(req, this, ms, bytes);
+    this.end(); // FIN after the answer: the client reads it, then sees the close
+    drain(req, this, () => this.destroy(), ms, bytes);
   };
   return true;
 }

@@ -16,6 +16,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** Runs `cleanup` after the test, before the cleanups registered earlier. */
+export function afterTest(cleanup: () => Promise<void> | void): void {
+  cleanups.push(cleanup);
+}
+
 /** A fresh sandbox root with `public/`, `uploads/` and `docs/` inside. */
 export function sandbox(): string {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-fastify-')));
