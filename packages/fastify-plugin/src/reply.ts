@@ -1,3 +1,4 @@
+import type { Http2ServerRequest } from 'node:http2';
 import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
 import { lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
@@ -14,10 +15,16 @@ function logFields(request: FastifyRequest, denial: PathDenial): object {
   return { pathgate: { route, label, reason, path: denial.result?.path } };
 }
 
-/** Answering now would leave unread request bytes on the socket. */
+/** Answering now would leave unread request bytes on the socket (or HTTP/2 stream). */
 function bodyPending(request: FastifyRequest): boolean {
-  const { complete, headers } = request.raw;
-  if (complete) return false;
+  const { raw } = request;
+  if (raw.complete) return false;
+  // HTTP/2 needs no length to send a body: its HEADERS frame says whether one follows.
+  if (raw.httpVersionMajor >= 2) {
+    const { stream } = raw as unknown as Http2ServerRequest;
+    return !stream.endAfterHeaders;
+  }
+  const { headers } = raw;
   const length = headers['content-length'];
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

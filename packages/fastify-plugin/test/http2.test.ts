@@ -269,7 +269,9 @@ describe('a denied 50 MB upload over h2c', () => {
   const SIZE = 50 * MB;
   const CASES = [
     ['with a Content-Length', '/file', 'virus.exe', true, 'file *'],
+    ['without one', '/file', 'virus.exe', false, 'file *'],
     ['a denied param, attachFieldsToBody', '/a/into/..%2F..%2Fetc', 'ok.bin', true, 'params.dir'],
+    ['a denied param, no length', '/a/into/..%2F..%2Fetc', 'ok.bin', false, 'params.dir'],
   ] as const;
 
   it.each(CASES)(
