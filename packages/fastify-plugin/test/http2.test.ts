@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import multipart from '@fastify/multipart';
 import type { FastifyServerOptions } from 'fastify';
@@ -376,26 +374,6 @@ describe('a client that gives up mid-upload over h2c', () => {
   });
 });
 
-/** A throwaway self-signed certificate for 127.0.0.1, or undefined without openssl. */
-function selfSigned(): { key: string; cert: string } | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'pathgate-tls-'));
-  const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
-  try {
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-        .concat(['-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'])
-        .concat(['-addext', 'subjectAltName=IP:127.0.0.1']),
-      { stdio: 'ignore' },
-    );
-    return { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
-  } catch {
-    return undefined;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** One HTTP/1.1 request over TLS, trusting `ca`. */
 function httpsRequest(
   port: number,
@@ -412,11 +390,13 @@ function httpsRequest(
   });
 }
 
-const tls = selfSigned();
+/** A self-signed certificate for 127.0.0.1 (test only; valid until 2126), made with openssl. */
+const fixture = (name: string) =>
+  readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
-describe.skipIf(tls === undefined)('h2 and HTTP/1.1 on one TLS server (allowHTTP1)', () => {
+describe('h2 and HTTP/1.1 on one TLS server (allowHTTP1)', () => {
   it('answers both alike; a refused upload closes the connection or ends the stream', async () => {
-    const { key, cert } = tls as { key: string; cert: string };
+    const [key, cert] = [fixture('tls-key.pem'), fixture('tls-cert.pem')];
     const s = await serve({ http2: true, https: { allowHTTP1: true, key, cert } });
     const session = connect(`https://127.0.0.1:${s.port}`, { ca: cert });
     for (const path of ['/files/public%2Fa.txt', '/files/..%2F..%2Fetc%2Fpasswd', '/q?file=..']) {
