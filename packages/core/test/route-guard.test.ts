@@ -735,6 +735,21 @@ describe('checkRequest: with a denials list (report-only), no deny stops the che
     expect(info.query).toEqual({});
   });
 
+  it('a value that is neither a string nor a list is listed once', () => {
+    for (const value of [42, null, { path: 'uploads/x' }]) {
+      const denials: PathDenial[] = [];
+      guard.checkRequest(
+        { ...values, body: { ...values.body, b: value } },
+        guard.newInfo(),
+        undefined,
+        denials,
+      );
+      expect(denials.filter((d) => d.label === 'body.b').map((d) => d.reason)).toEqual([
+        'not-a-string',
+      ]);
+    }
+  });
+
   it('a missing required value is listed too; without the list the first deny stops the check', () => {
     const denials: PathDenial[] = [];
     const info = guard.newInfo();
