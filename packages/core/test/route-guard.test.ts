@@ -560,6 +560,10 @@ describe('checkRequest: paramSegments joins a params array into one path', () =>
   it('leaves the other sources’ arrays lists of paths', () => {
     const request = { params: { path: ['docs', 'a'] }, query: { dir: ['docs/x', '../../y'] } };
     expect(denialOf(runGuard(guard, request).result).label).toBe('query.dir');
+    const allowed = { params: { path: ['docs', 'a'] }, query: { dir: ['docs/x', 'docs/y'] } };
+    expect(runGuard(guard, allowed).info.query).toEqual({
+      dir: [`${ROOT}/docs/x`, `${ROOT}/docs/y`],
+    });
   });
 
   it('an index into a segmented param selects nothing, as into a string', () => {
@@ -567,6 +571,17 @@ describe('checkRequest: paramSegments joins a params array into one path', () =>
     expect(denialOf(runGuard(indexed, { params: { path: ['docs', 'a'] } }).result)).toEqual({
       reason: 'missing-path',
       label: 'params.path.0',
+    });
+  });
+
+  it('a param that is not an array is walked as without paramSegments, a missing one is missing', () => {
+    const nested = segmented([{ params: ['dir', 'name'] }]);
+    const { result, info } = runGuard(nested, { params: { dir: { name: 'docs/a' } } });
+    expect(result).toEqual({ ok: true });
+    expect(info.params).toEqual({ 'dir.name': `${ROOT}/docs/a` });
+    expect(denialOf(runGuard(nested, { params: {} }).result)).toEqual({
+      reason: 'missing-path',
+      label: 'params.dir.name',
     });
   });
 
