@@ -10,7 +10,7 @@ import {
   type PathDenial,
   PermissionPolicy,
   type RequestValues,
-  type RouteGuard,
+  RouteGuard,
   type RouteGuardOptions,
   requiredParams,
 } from '../src/index.js';
@@ -207,6 +207,9 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
     const fake = { root: '/srv/root', rules: ['./**'], dot: false } as unknown as PermissionPolicy;
     expect(() => compileRouteGuard(fake, { mode: 'read', paths: [ok] }, 'GET /x')).toThrow(
       new TypeError('compileRouteGuard: policy must be a PermissionPolicy'),
+    );
+    expect(() => new RouteGuard(fake, 'read', [])).toThrow(
+      new TypeError('RouteGuard: policy must be a PermissionPolicy'),
     );
   });
 
