@@ -1303,5 +1303,7 @@ describe('requiredParams', () => {
       ]),
     ).toEqual(['*', 'dir', 'name']);
     expect(requiredParams([{ file: true }])).toEqual([]);
+    // A source key holding undefined counts as absent, as compileRouteGuard reads it.
+    expect(requiredParams([{ body: 'from', params: undefined }])).toEqual([]);
   });
 });
