@@ -101,6 +101,17 @@ describe('pathgate(options): bad options throw at once, naming the option', () =
     );
   });
 
+  it('restates only TypeErrors: an error from the caller’s own rules array passes through as it is', () => {
+    const error = new RangeError('rules store down');
+    const fs = Object.defineProperty([], 0, {
+      enumerable: true,
+      get() {
+        throw error;
+      },
+    });
+    expect(() => pathgate({ fs })).toThrow(expect.toSatisfy((thrown) => thrown === error));
+  });
+
   it('takes a ready policy, and options holding undefined count as absent', () => {
     expect(pathgate({ policy }).policy).toBe(policy);
     const gate = pathgate({
