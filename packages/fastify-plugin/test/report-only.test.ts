@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathDenial } from '../src/index.js';
@@ -108,7 +109,7 @@ describe('report-only', () => {
           route: 'GET /files/*',
           label: 'params.*',
           reason: 'path-not-in-allowlist',
-          path: '/etc/passwd',
+          path: resolve(s.root, '../../etc/passwd'),
         },
       }),
     ]);
