@@ -4,5 +4,6 @@ export type {
   LingeringSocket,
   LingeringStream,
   LingerOptions,
+  PendingRequest,
 } from './linger.js';
-export { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS, lingerClose } from './linger.js';
+export { bodyPending, DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS, lingerClose } from './linger.js';

@@ -49,6 +49,28 @@ export interface LingeringStream {
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
+/** What `bodyPending` reads of an IncomingMessage or an Http2ServerRequest. */
+export interface PendingRequest {
+  readonly complete: boolean;
+  readonly httpVersionMajor: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly stream?: { readonly endAfterHeaders: boolean };
+}
+
+/**
+ * Whether answering now would leave request bytes unread: a body the client
+ * is still sending. On HTTP/1.1 a body is framed by a length or a transfer
+ * encoding (a GET is not `complete` yet either, but has none); HTTP/2 needs
+ * neither, and its HEADERS frame says whether a body follows.
+ */
+export function bodyPending(req: PendingRequest): boolean {
+  if (req.complete) return false;
+  if (req.httpVersionMajor >= 2) return req.stream?.endAfterHeaders === false;
+  const { headers } = req;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /** RST_STREAM's code for "the answer is whole, stop sending" (RFC 9113, 8.1). */
 const NO_ERROR = 0;
 

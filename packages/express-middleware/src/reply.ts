@@ -1,5 +1,5 @@
 import { denyBody, hookBody, type PathDenial } from '@pathgate/core';
-import { lingerClose } from '@pathgate/core/http';
+import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
 import type { Settings } from './options.js';
@@ -9,13 +9,6 @@ import type { Settings } from './options.js';
  * goes on (report-only), `false` when it was answered or handed to `next(err)`.
  */
 export type Deny = (denial: PathDenial, req: Request, res: Response, next: NextFunction) => boolean;
-
-/** A body that the client is still sending (a GET is not `complete` yet either, but has none). */
-function bodyPending(req: Request): boolean {
-  if (req.complete) return false;
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
 
 /**
  * Answering while the body arrives: close the connection (keep-alive would

@@ -1,6 +1,5 @@
-import type { Http2ServerRequest } from 'node:http2';
 import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
-import { lingerClose } from '@pathgate/core/http';
+import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
@@ -15,20 +14,6 @@ function logFields(request: FastifyRequest, denial: PathDenial): object {
   return { pathgate: { route, label, reason, path: denial.result?.path } };
 }
 
-/** Answering now would leave unread request bytes on the socket (or HTTP/2 stream). */
-function bodyPending(request: FastifyRequest): boolean {
-  const { raw } = request;
-  if (raw.complete) return false;
-  // HTTP/2 needs no length to send a body: its HEADERS frame says whether one follows.
-  if (raw.httpVersionMajor >= 2) {
-    const { stream } = raw as unknown as Http2ServerRequest;
-    return !stream.endAfterHeaders;
-  }
-  const { headers } = raw;
-  const length = headers['content-length'];
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
 /**
  * Close the connection after the answer when the body is still arriving,
  * with a lingering close: a plain close resets the socket under a fast
@@ -39,7 +24,7 @@ export function closeIfBodyPending(
   reply: FastifyReply,
   settings: PathgateSettings,
 ): void {
-  if (bodyPending(request) && lingerClose(request.raw, settings.linger)) {
+  if (bodyPending(request.raw) && lingerClose(request.raw, settings.linger)) {
     reply.header('connection', 'close');
   }
 }
