@@ -137,9 +137,10 @@ function lingerStream(
  * Arms the lingering close for this request's socket: call it before the
  * answer is sent, and send the answer with `Connection: close` (Node then
  * calls `socket.destroySoon()` once the answer is flushed, which this hooks).
- * Returns whether the header should be set: false when the body was already
- * read whole, and for HTTP/2, which forbids it (the stream lingers instead,
- * and the connection stays open).
+ * Returns whether the header should be set: true on HTTP/1.x (a body that
+ * was read whole meanwhile needs no lingering, and a plain close is safe),
+ * false on HTTP/2, which forbids it (the stream lingers instead, and the
+ * connection stays open).
  */
 export function lingerClose(req: LingeringRequest, options: LingerOptions = {}): boolean {
   const ms = options.lingerMs ?? DEFAULT_LINGER_MS;
