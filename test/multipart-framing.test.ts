@@ -24,6 +24,8 @@ const file = (name: string, field = 'file') =>
   part(`Content-Disposition: form-data; name="${field}"; filename="${name}"`);
 const field = (name: string, value: string) =>
   `--${B}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+const fields = (count: number) =>
+  Array.from({ length: count }, (_, i) => field(`f${i}`, 'v')).join('');
 
 const ONE = file('a.txt') + CLOSE;
 
@@ -132,6 +134,11 @@ const CASES: readonly (readonly [string, Sent, Expected])[] = [
       ) + CLOSE,
     ),
     { fastify: stored('tall.txt', 4), express: BAD },
+  ],
+  [
+    '20,000 tiny fields',
+    post(fields(20_000) + file('many.txt') + CLOSE),
+    failed(413, 'payload too large'),
   ],
   ['a field named like the file spec', post(field('file', 'uploads/a.txt') + CLOSE), MISSING],
   [

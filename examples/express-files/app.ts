@@ -11,7 +11,7 @@ import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { listenHttp, type Started } from '../shared/run.js';
-import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
+import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /**
  * Express 5 names every wildcard. Naming it `*` gives the 403s the label
@@ -58,7 +58,7 @@ export function buildApp(root: string): Express {
   const gate = pathgate({ root, fs: RULES, resolve: resolveSymlinks });
   // gate.multer() sets preservePath (busboy would strip `../../x` to `x`), and its
   // storage writes each file to its checked path, never over an existing file.
-  const upload = gate.multer({ limits: { fileSize: UPLOAD_LIMIT, files: 1 } });
+  const upload = gate.multer({ limits: UPLOAD_LIMITS });
   const page = indexPage();
   const shown = (path: string) => shownPath(root, path);
 

@@ -17,17 +17,14 @@ import {
 } from '../shared/files.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { HOST, type Started } from '../shared/run.js';
-import { RULES, UPLOAD_LIMIT } from '../shared/sandbox.js';
+import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 export async function buildApp(root: string): Promise<FastifyInstance> {
   const app = Fastify();
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   await app.register(pathgate, { root, fs: RULES, resolve: resolveSymlinks });
   // preservePath: busboy would strip `../../x` to `x`, and the policy would judge another name.
-  await app.register(multipart, {
-    preservePath: true,
-    limits: { fileSize: UPLOAD_LIMIT, files: 1 },
-  });
+  await app.register(multipart, { preservePath: true, limits: UPLOAD_LIMITS });
   // Bodies are JSON or multipart: a text/plain body is a 415, as in the Express example.
   app.removeContentTypeParser('text/plain');
 

@@ -7,8 +7,12 @@ import { dirname, join, resolve } from 'node:path';
 /** The allowlist of both examples: public/ read-only, uploads/ read-write, nothing else. */
 export const RULES = ['./public/**', 'rw:./uploads/**'];
 
-/** The largest upload both examples accept, in bytes. */
-export const UPLOAD_LIMIT = 10 * 1024 * 1024;
+/**
+ * Both examples' upload limits: a file of 10 MB at most, one file, and 1,000
+ * parts in all. @fastify/multipart caps parts at 1,000 by default, multer
+ * never: written out, a body of 20,000 fields is a 413 in both.
+ */
+export const UPLOAD_LIMITS = { fileSize: 10 * 1024 * 1024, files: 1, parts: 1000 };
 
 const SEED: Record<string, string> = {
   'public/readme.txt': 'Files in public/ can be read, never written.\n',
