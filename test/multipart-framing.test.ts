@@ -260,3 +260,23 @@ describe.each(EXAMPLES)('$name example: malformed multipart framing', (example) 
     await expectSandbox(app.root, seeded, []);
   });
 });
+
+describe.each(EXAMPLES)('$name example: a body cut inside a file', (example) => {
+  let app: Running;
+  beforeAll(async () => {
+    app = await start(example);
+  });
+  afterAll(() => app.stop());
+
+  it('is answered once the storage is done: the sandbox does not change after the 400', async () => {
+    // 100 folders to make before the file is opened: the body ends while the storage is still at it.
+    const deep = Array.from({ length: 100 }, (_, i) => `d${i}`).join('/');
+    const cut = `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${deep}/cut.txt"\r\n\r\npart`;
+    const got = await send(app.port, post(cut));
+    const answered = snapshot(app.root).sort();
+    expect(got.status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(snapshot(app.root).sort()).toEqual(answered);
+    expect(answered.some((entry) => entry.includes('cut.txt'))).toBe(false);
+  });
+});
