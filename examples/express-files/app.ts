@@ -10,7 +10,7 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
-import { listenHttp, type Started } from '../shared/run.js';
+import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /**
@@ -129,5 +129,5 @@ export function buildApp(root: string): Express {
 
 /** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
 export function listen(root: string, port: number): Promise<Started> {
-  return listenHttp(createServer(buildApp(root)), port);
+  return listenHttp(createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, buildApp(root)), port);
 }

@@ -16,11 +16,11 @@ import {
   saveUpload,
 } from '../shared/files.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
-import { HOST, type Started } from '../shared/run.js';
+import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 export async function buildApp(root: string): Promise<FastifyInstance> {
-  const app = Fastify();
+  const app = Fastify({ requestTimeout: REQUEST_TIMEOUT_MS });
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   await app.register(pathgate, { root, fs: RULES, resolve: resolveSymlinks });
   // preservePath: busboy would strip `../../x` to `x`, and the policy would judge another name.

@@ -15,6 +15,13 @@ export interface Started {
 /** Listens on 127.0.0.1 only: the examples are for a local browser. */
 export const HOST = '127.0.0.1';
 
+/**
+ * The longest a request may take to arrive whole, in ms: Node's default for
+ * node:http servers. Fastify sets none, and a client that stopped sending
+ * mid-upload would hold its connection, and the file being written, forever.
+ */
+export const REQUEST_TIMEOUT_MS = 300_000;
+
 /** Listens with a plain node:http server (Express), on 127.0.0.1. */
 export function listenHttp(server: Server, port: number): Promise<Started> {
   return new Promise((resolve, reject) => {
