@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { joinSegments } from './segments.js';
 
 /** Links followed in one call before giving up, as Linux does (ELOOP). */
 const MAX_LINKS = 40;
@@ -113,11 +114,6 @@ function appendRest(real: readonly string[], rest: readonly string[], code: stri
 /** Splits a path or a link target; empty and `.` segments name nothing. */
 function segmentsOf(path: string): string[] {
   return path.split('/').filter((segment) => segment !== '' && segment !== '.');
-}
-
-/** `/` plus the segments: no trailing slash, the root is `/`. */
-function joinSegments(segments: readonly string[]): string {
-  return `/${segments.join('/')}`;
 }
 
 /** An error shaped like Node's own file system errors (`code` set). */
