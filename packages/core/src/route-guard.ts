@@ -385,7 +385,7 @@ export function compileRouteGuard(
   const { mode, paths } = options as Partial<RouteGuardOptions>;
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
   if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');
-  // `under` is literal text like the root: relative to the root, and inside it.
+  // `under` is literal text like the root: relative to the root, or absolute; inside it either way.
   const canonicalUnder = (under: string): string | undefined => {
     const result = canonicalizeValue(under, root, undefined);
     return result.ok && isWithin(result.value.path, root.path) ? result.value.path : undefined;
