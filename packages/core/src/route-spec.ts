@@ -54,8 +54,9 @@ export interface RouteGuardOptions {
 
 export interface CompiledSpec {
   readonly source: PathSource | 'file';
-  /** For values: the selector; for files: the field name, or `true`. */
+  /** For values: the selector; undefined for files. */
   readonly selector: CompiledSelector | undefined;
+  /** For files: the field name, or `true` (every file); undefined for values. */
   readonly field: string | true | undefined;
   /** Canonical path of `under`, or undefined. */
   readonly under: string | undefined;
