@@ -23,6 +23,7 @@ export type { PermissionPolicyOptions } from './policy.js';
 export { PermissionPolicy } from './policy.js';
 export { escapes, inside, isInside } from './predicates.js';
 export { resolveSymlinks } from './realpath.js';
+// The adapters' shared request guard: one decision for Fastify and Express.
 export type {
   CheckedFile,
   CheckedPaths,
@@ -36,7 +37,6 @@ export type {
   RequestValues,
 } from './route-guard.js';
 export { compileRouteGuard, RouteGuard } from './route-guard.js';
-// The adapters' shared request guard: one decision for Fastify and Express.
 export type { PathSource, PathSpec, RouteGuardOptions } from './route-spec.js';
 export { requiredParams } from './route-spec.js';
 export type { Selector } from './selector.js';
