@@ -1,6 +1,6 @@
 import type { DenyReason } from './check-fs.js';
 
-/** Stable error codes; the README's error table lists the same. */
+/** Stable error codes; the README's `SandboxPermissionError` section names the same. */
 export const SAND_PERM_CODES = Object.freeze({
   /** A path was denied by the policy; `context.reason` says why. */
   DENIED: 'PATHGATE_DENIED',
