@@ -66,7 +66,7 @@ function refusePopOfSyntax(popped: GlobSegment): void {
   if (popped.syntax) throw new GlobSyntaxError('".." cannot pop a segment holding glob syntax');
 }
 
-const isStarsOnly = (tokens: readonly GlobToken[]) =>
+const isStarsAndLiterals = (tokens: readonly GlobToken[]) =>
   tokens.every((t) => t.type === 'star' || t.type === 'char');
 
 /** `*` and literals only (`*.png`, `a*b*c`): prefix, suffix, then leftmost chunks. */
@@ -115,7 +115,7 @@ function segmentMatcher(segment: GlobSegment, dot: boolean): SegmentMatcher {
   if (literal !== undefined) return { globstar: false, test: (s) => s === literal };
   const [only] = tokens;
   if (tokens.length === 1 && only?.type === 'star' && only.twin === true) return { globstar: true };
-  const test = isStarsOnly(tokens) ? starChunksTest(tokens) : codePointTest(tokens);
+  const test = isStarsAndLiterals(tokens) ? starChunksTest(tokens) : codePointTest(tokens);
   // Dotfiles: only a segment that itself begins with a literal `.` may match one.
   const first = tokens[0];
   if (dot || (first?.type === 'char' && first.value === '.')) return { globstar: false, test };
