@@ -13,7 +13,7 @@ import type { Request, Response } from 'express';
 /** How an enforced deny is answered. */
 export type DenyHandling = 'respond' | 'next';
 
-/** What pathgate logs: report-only denies and wiring mistakes. Server-side only. */
+/** What pathgate logs: report-only denies, wiring mistakes and failed `onDeny` hooks. Server-side only. */
 export interface PathgateLogEntry {
   /**
    * `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring
@@ -44,7 +44,7 @@ export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => u
 
 /** Express's own options, beside the shared ones. */
 interface ExpressOptions {
-  /** Receives report-only denies and wiring warnings. Default: `console.warn`. */
+  /** Receives report-only denies, wiring warnings and `onDeny` failures. Default: `console.warn`. */
   log?: ((entry: PathgateLogEntry) => void) | undefined;
   /**
    * `'respond'` sends the 403 JSON body; `'next'` calls `next(err)` with a
