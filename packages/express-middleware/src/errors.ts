@@ -33,7 +33,7 @@ export class PathgateDeniedError extends Error {
 
 /** Codes of the safe disk storage's refusals; the README lists the same. */
 export const STORAGE_CODES = Object.freeze({
-  /** The target file exists and `overwrite` is off. */
+  /** The target exists and `overwrite` is off, or it is a folder (`overwrite` or not). */
   EXISTS: 'PATHGATE_EXISTS',
   /** A component of the target is a symlink or not a directory. */
   NOT_A_DIRECTORY: 'PATHGATE_NOT_A_DIRECTORY',
