@@ -460,8 +460,9 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
     ]);
   });
 
-  // The test that fails should Fastify's internal list of child contexts move:
-  // the plugin would then install app-wide hooks in every app (slower, still safe).
+  // Should Fastify's internal list of child contexts move, this test still
+  // passes: the plugin would then install app-wide hooks in every app (slower,
+  // still safe), and the three tests above, which expect none, are the ones that fail.
   it('a child context made before the plugin, even without routes, brings the app-wide hooks', async () => {
     const app = newApp();
     app.register(async () => {});
