@@ -129,7 +129,7 @@ export function canonicalizeRoot(
   return canonicalizeText(text, TOP, resolve);
 }
 
-/** Full canonicalization of a value against a canonical root's segments. */
+/** Full canonicalization (steps 1–8) of a value against an already canonical root. */
 export function canonicalizeValue(
   value: unknown,
   root: CanonicalPath,
