@@ -20,10 +20,10 @@ const MAX_LINKS = 40;
  *   a write through `uploads/x -> /etc/cron.d/job` is seen at `/etc/cron.d/job`;
  * - the first component that does not exist ends the walk: it and the rest are
  *   appended as they are (an upload target that is about to be created);
- * - a component below a regular file (which the kernel answers with ENOTDIR)
- *   is appended the same way: nothing can exist there, so nothing there can be
- *   a link, and any access to it fails;
- * - after a missing component or a regular file, a `..` still to walk (it can
+ * - a component below anything but a directory (a regular file, a FIFO, a
+ *   device: the kernel answers ENOTDIR) is appended the same way: nothing can
+ *   exist there, so nothing there can be a link, and any access to it fails;
+ * - after a missing component or a non-directory, a `..` still to walk (it can
  *   only come from a link target) throws ENOENT or ENOTDIR: the kernel would
  *   fail the lookup there, and a lexical `..` could land anywhere;
  * - a link whose target is not valid UTF-8 throws (code `EILSEQ`): decoding it
@@ -79,7 +79,7 @@ export function resolveSymlinks(path: string): string {
       continue;
     }
     real.push(segment);
-    // Below a regular file nothing can exist (ENOTDIR): append the rest.
+    // Below a non-directory nothing can exist (ENOTDIR): append the rest.
     if (!stat.isDirectory() && todo.length > 0) {
       return appendRest(real, todo.reverse(), 'ENOTDIR');
     }
