@@ -19,7 +19,7 @@ function logFields(request: FastifyRequest, denial: PathDenial): object {
  * with a lingering close: a plain close resets the socket under a fast
  * client, which then sees EPIPE instead of the 403.
  */
-export function closeIfBodyPending(
+function closeIfBodyPending(
   request: FastifyRequest,
   reply: FastifyReply,
   settings: PathgateSettings,
