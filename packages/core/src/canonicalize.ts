@@ -50,7 +50,7 @@ export function readText(value: unknown): string | { reason: CanonicalizeFailure
 }
 
 /** The root of everything, the base of absolute values. */
-export const TOP: CanonicalPath = Object.freeze({ path: '/', segments: [] }) as CanonicalPath;
+const TOP: CanonicalPath = Object.freeze({ path: '/', segments: [] }) as CanonicalPath;
 
 /**
  * Steps 5–7 on a checked text: joined to `base` unless absolute, then the

@@ -19,7 +19,7 @@ export type GlobToken =
   | { type: 'class'; negated: boolean; ranges: readonly CodePointRange[] };
 
 /** Rule text is configuration, but `{a,b}{a,b}…` still must not explode at build time. */
-export const MAX_EXPANSIONS = 1024;
+const MAX_EXPANSIONS = 1024;
 
 function token(node: Exclude<GlobNode, { type: 'brace' }>, braced: boolean): GlobToken {
   return node.type === 'char' ? { type: 'char', value: node.value, syntax: braced } : node;

@@ -26,7 +26,7 @@ export type StarNode = { type: 'star'; twin?: true };
 export class GlobSyntaxError extends Error {}
 
 /** Deeper nesting is refused: the recursive parser must not overflow the stack. */
-export const MAX_BRACE_DEPTH = 32;
+const MAX_BRACE_DEPTH = 32;
 
 class Parser {
   private pos = 0;
