@@ -8,7 +8,7 @@ import {
 import type { FastifyRequest, RouteOptions } from 'fastify';
 
 /** `POST /move`, `GET,HEAD /files/*`: how build errors name a route. */
-export function routeLabel(method: unknown, url: unknown): string {
+function routeLabel(method: unknown, url: unknown): string {
   return `${Array.isArray(method) ? method.join(',') : String(method)} ${String(url)}`;
 }
 
