@@ -10,7 +10,11 @@ export interface ExpressPathgateInfo extends PathgateInfo {
 
 /** What pathgate adds to Express's request (merged into `Express.Request`). */
 export interface PathgateRequestFields {
-  /** The canonical paths pathgate checked, by source and selector. Set once every check passed. */
+  /**
+   * The canonical paths pathgate checked, by source and selector. Set once
+   * every check passed; in report-only mode also after a reported deny, with
+   * the values that passed only.
+   */
   pathgate?: ExpressPathgateInfo;
 }
 
