@@ -1,4 +1,4 @@
-// `@pathgate/core/http`: Node HTTP helpers the adapters share (kept out of the main, I/O-free entry).
+// `@pathgate/core/http`: Node HTTP helpers the adapters share (kept out of the main entry, which holds no HTTP or socket code).
 export type {
   LingeringRequest,
   LingeringSocket,

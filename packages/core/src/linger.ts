@@ -10,8 +10,8 @@
  * the request's stream is read the same way, and reset past the limits.
  *
  * Node-only and framework-free (duck-typed on IncomingMessage, Socket and
- * Http2Stream); served from `@pathgate/core/http` so the main entry stays
- * I/O-free.
+ * Http2Stream); served from `@pathgate/core/http` so the main entry holds
+ * no HTTP or socket code.
  */
 
 export interface LingerOptions {
