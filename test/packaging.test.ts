@@ -26,6 +26,7 @@ const NAMES = [
   'setOwn',
   'SAND_PERM_CODES',
   'SandboxPermissionError',
+  'UNEXPECTED_FILE',
 ];
 
 // One probe, run under both module systems: `core` is the package, `where` the file it resolved to.
@@ -121,6 +122,7 @@ describe('@pathgate/core as a built package', () => {
       setOwn: 'function',
       SAND_PERM_CODES: 'object',
       SandboxPermissionError: 'function',
+      UNEXPECTED_FILE: 'object',
     });
   });
 

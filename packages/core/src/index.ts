@@ -36,7 +36,7 @@ export type {
   RecordingInfo,
   RequestValues,
 } from './route-guard.js';
-export { compileRouteGuard, RouteGuard } from './route-guard.js';
+export { compileRouteGuard, RouteGuard, UNEXPECTED_FILE } from './route-guard.js';
 export type { PathSource, PathSpec, RouteGuardOptions } from './route-spec.js';
 export { requiredParams } from './route-spec.js';
 export type { Selector } from './selector.js';

@@ -27,6 +27,15 @@ export interface PathDenial {
   readonly result?: CheckResult;
 }
 
+/**
+ * A file part in a field the route does not declare. Adapters give it too
+ * for a part their parser holds that never reached `checkFile`.
+ */
+export const UNEXPECTED_FILE: PathDenial = Object.freeze({
+  reason: 'unexpected-file',
+  label: 'file',
+});
+
 /** A file part that passed, with the canonical path it must be written to. */
 export interface CheckedFile {
   readonly field: string;
@@ -171,6 +180,8 @@ const deny = (reason: GuardDenyReason, label: string, result?: CheckResult): Den
   ok: false as const,
   denial: result ? { reason, label, result } : { reason, label },
 });
+
+const UNEXPECTED: Denied = { ok: false, denial: UNEXPECTED_FILE };
 
 /**
  * One route's compiled declaration: which request values are paths, in which
@@ -333,7 +344,7 @@ export class RouteGuard {
   /** Checks one multipart file part's filename, before any of its bytes are stored. */
   checkFile(field: string, filename: unknown): FileResult {
     const spec = this.fileSpec(field);
-    if (!spec) return deny('unexpected-file', 'file');
+    if (!spec) return UNEXPECTED;
     if (filename === undefined || filename === '') {
       return spec.optional ? NAMELESS : deny('missing-path', spec.label);
     }

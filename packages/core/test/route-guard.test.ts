@@ -13,6 +13,7 @@ import {
   RouteGuard,
   type RouteGuardOptions,
   requiredParams,
+  UNEXPECTED_FILE,
 } from '../src/index.js';
 import { runGuard } from './guard-run.js';
 
@@ -954,6 +955,9 @@ describe('checkFile: multipart filenames', () => {
     const only = guardOf({ mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] });
     const result = only.checkFile('<script>field', 'a.png');
     expect(result).toEqual({ ok: false, denial: { reason: 'unexpected-file', label: 'file' } });
+    // The adapters answer parts the guard never saw with the same, unchangeable, denial.
+    expect(denialOf(result)).toBe(UNEXPECTED_FILE);
+    expect(Object.isFrozen(UNEXPECTED_FILE)).toBe(true);
     const body = JSON.stringify(denyBody(denialOf(result)));
     expect(body).not.toContain('script');
     expect(body).not.toContain('a.png');

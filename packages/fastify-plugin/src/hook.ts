@@ -1,4 +1,10 @@
-import type { GuardResult, PathDenial, PathSource, RouteGuard } from '@pathgate/core';
+import {
+  type GuardResult,
+  type PathDenial,
+  type PathSource,
+  type RouteGuard,
+  UNEXPECTED_FILE,
+} from '@pathgate/core';
 import type {
   FastifyInstance,
   FastifyReply,
@@ -9,7 +15,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { PathgateRouteConfigError } from './errors.js';
-import { guardMultipart, holdsUncheckedFile, UNVETTED } from './multipart.js';
+import { guardMultipart, holdsUncheckedFile } from './multipart.js';
 import type { PathgateSettings } from './options.js';
 import { createOnSend, sendDenial } from './reply.js';
 import { type RequestState, startState, stateOf } from './request-state.js';
@@ -30,7 +36,7 @@ function isMultipart(request: FastifyRequest): boolean {
  */
 function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
   if (!isMultipart(request)) return state.guard.checkMissingFiles(state.info.files);
-  if (holdsUncheckedFile(request.body)) return { ok: false, denial: UNVETTED };
+  if (holdsUncheckedFile(request.body)) return { ok: false, denial: UNEXPECTED_FILE };
   return { ok: true };
 }
 

@@ -1,4 +1,4 @@
-import type { PathDenial } from '@pathgate/core';
+import { type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
@@ -55,9 +55,6 @@ async function* clientErrors<T>(parts: AsyncIterable<T>): AsyncGenerator<T> {
     throw withClientStatus(error);
   }
 }
-
-/** A file part that never went through the guard. */
-export const UNVETTED: PathDenial = { reason: 'unexpected-file', label: 'file' };
 
 /** Every file part the guard has checked. */
 const checked = new WeakSet<object>();
@@ -147,7 +144,7 @@ class PartChecks {
   async saved(files: readonly Part[]): Promise<void> {
     if (this.settings.reportOnly || files.every((f) => typeof f.pathgatePath === 'string')) return;
     await (this.request as MultipartMethods).cleanRequestFiles?.();
-    this.deny(UNVETTED);
+    this.deny(UNEXPECTED_FILE);
   }
 
   private deny(denial: PathDenial, part?: Part): void {
