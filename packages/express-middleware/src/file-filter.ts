@@ -1,12 +1,10 @@
+import { UNEXPECTED_FILE } from '@pathgate/core';
 import type { Request } from 'express';
 import type { FileFilterCallback, Options } from 'multer';
 import { PathgateDeniedError } from './errors.js';
 import { uploadOf } from './upload.js';
 
 export type FileFilter = NonNullable<Options['fileFilter']>;
-
-/** A filter outside a gate's multer middleware cannot answer early: it refuses every file. */
-const UNWRAPPED = { reason: 'unexpected-file', label: 'file' } as const;
 
 /**
  * multer's `fileFilter`: runs once per file part, after its headers and
@@ -17,19 +15,15 @@ const UNWRAPPED = { reason: 'unexpected-file', label: 'file' } as const;
 export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilter {
   return function fileFilter(req: Request, file: Express.Multer.File, cb: FileFilterCallback) {
     const upload = uploadOf(req);
-    if (!upload) return cb(new PathgateDeniedError(UNWRAPPED));
+    // A filter outside a gate's multer middleware cannot answer early: it refuses every file.
+    if (!upload) return cb(new PathgateDeniedError(UNEXPECTED_FILE));
     if (upload.settled) return cb(null, false); // already answered: skip the rest quietly
     const decision = upload.decideFile(file.fieldname, file.originalname);
     // Let go: only a nameless part is, and multer drops those before any fileFilter.
     if (decision.kind === 'skip') return cb(null, false);
+    const denial = upload.stopsWith(decision);
+    if (denial) return cb(new PathgateDeniedError(denial));
     if (decision.kind === 'allow') file.pathgatePath = decision.file.path;
-    else if (decision.kind === 'deny' && !upload.refuse(decision.denial, decision.route)) {
-      return cb(new PathgateDeniedError(decision.denial));
-    }
-    // onDeny answered a report-only deny itself: stop reading the body.
-    if (decision.kind === 'unchecked' && upload.settled) {
-      return cb(new PathgateDeniedError(decision.denial));
-    }
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     const accept = ((error: Error | null, include?: boolean) => {
       if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);

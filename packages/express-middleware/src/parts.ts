@@ -31,12 +31,9 @@ export function watchParts(req: Request, parser: unknown): void {
   parser.on('file', (field, _stream, info) => {
     const upload = uploadOf(req);
     if (info.filename || !upload || upload.settled) return;
-    const decision = upload.decideFile(field, undefined);
-    if (decision.kind === 'allow' || decision.kind === 'skip') return; // multer drops the part
-    if (decision.kind === 'deny' && upload.refuse(decision.denial, decision.route)) return;
-    if (decision.kind === 'unchecked' && !upload.settled) return;
+    const denial = upload.stopsWith(upload.decideFile(field, undefined));
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
-    parser.destroy(new PathgateDeniedError(decision.denial));
+    if (denial) parser.destroy(new PathgateDeniedError(denial));
   });
 }
 

@@ -1,12 +1,10 @@
-import type { CheckedFile, PathDenial } from '@pathgate/core';
+import { type CheckedFile, type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
 
-/** A file part of a field no gate declares (or on a route without a gate). */
-const UNEXPECTED: PathDenial = { reason: 'unexpected-file', label: 'file' };
 const SKIP: FileDecision = { kind: 'skip' };
 
 /** busboy's messages for a malformed body: the client's fault, so a 400, not a 500. */
@@ -132,7 +130,7 @@ export class Upload {
     const { routes, req, onOrphan } = this.parts;
     if (routes.length === 0) {
       onOrphan(req);
-      return { kind: 'deny', denial: UNEXPECTED, route: undefined };
+      return { kind: 'deny', denial: UNEXPECTED_FILE, route: undefined };
     }
     let declared = false; // by an enforcing gate
     let enforced: CheckedFile | undefined;
@@ -158,7 +156,7 @@ export class Upload {
     if (enforced) return { kind: 'allow', file: enforced };
     if (declared) return SKIP; // every enforcing gate that declares it let a nameless part go
     const last = routes.filter((route) => !route.reportOnly).at(-1);
-    if (last) return { kind: 'deny', denial: UNEXPECTED, route: last };
+    if (last) return { kind: 'deny', denial: UNEXPECTED_FILE, route: last };
     return this.reportOnlyDecision(reported, letGo, wouldDeny);
   }
 
@@ -172,8 +170,8 @@ export class Upload {
     if (reported) return { kind: 'allow', file: reported };
     if (letGo) return SKIP;
     // No gate declares the field: reported as the last one would have refused it.
-    this.refuse(UNEXPECTED, this.parts.routes.at(-1));
-    return { kind: 'unchecked', denial: UNEXPECTED };
+    this.refuse(UNEXPECTED_FILE, this.parts.routes.at(-1));
+    return { kind: 'unchecked', denial: UNEXPECTED_FILE };
   }
 
   /** Denies now, with the deny of the gate that refused. Returns `true` when the request goes on (report-only). */
@@ -183,6 +181,18 @@ export class Upload {
     const goesOn = (route?.deny ?? this.parts.deny)(denial, req, res, next);
     if (!goesOn) this.settled = true;
     return goesOn;
+  }
+
+  /**
+   * What a file part's decision does to the body: the denial to stop it
+   * with once the request is answered (an enforced deny, or a report-only
+   * one the app's `onDeny` answered itself); `undefined` to read on.
+   */
+  stopsWith(decision: FileDecision): PathDenial | undefined {
+    if (decision.kind === 'deny') {
+      return this.refuse(decision.denial, decision.route) ? undefined : decision.denial;
+    }
+    return decision.kind === 'unchecked' && this.settled ? decision.denial : undefined;
   }
 
   /** multer's callback: its error, or the body fields and required files, then the handler. */
