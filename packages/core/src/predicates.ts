@@ -5,7 +5,7 @@ import {
   canonicalizeValue,
   isWithin,
 } from './canonicalize.js';
-import { MISSING, requireSelector, type Selector, select, selectedValues } from './selector.js';
+import { MISSING, requireSelector, type Selector, selectValues } from './selector.js';
 
 type Resolve = CanonicalizeOptions['resolve'];
 
@@ -48,10 +48,8 @@ export function inside(
 ): (args: unknown) => boolean {
   const { compiled, within } = prepare('inside', selector, root, options);
   return (args) => {
-    const selection = select(args, compiled);
-    if (selection === MISSING) return false;
-    const values = selectedValues(selection);
-    return values.length > 0 && values.every(within);
+    const values = selectValues(args, compiled);
+    return values !== MISSING && values.length > 0 && values.every(within);
   };
 }
 
@@ -66,7 +64,7 @@ export function escapes(
 ): (args: unknown) => boolean {
   const { compiled, within } = prepare('escapes', selector, root, options);
   return (args) => {
-    const selection = select(args, compiled);
-    return selection !== MISSING && selectedValues(selection).some((value) => !within(value));
+    const values = selectValues(args, compiled);
+    return values !== MISSING && values.some((value) => !within(value));
   };
 }

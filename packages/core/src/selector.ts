@@ -70,3 +70,20 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
 export function selectedValues(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? Array.from(value) : [value];
 }
+
+/**
+ * What `inside` and `escapes` check: MISSING, or the selected values. A read
+ * that throws (a getter, a revoked proxy) is not missing but one value that
+ * fails to canonicalize, so the predicates fail closed instead of throwing.
+ */
+export function selectValues(
+  args: unknown,
+  selector: CompiledSelector,
+): readonly unknown[] | typeof MISSING {
+  try {
+    const selection = select(args, selector);
+    return selection === MISSING ? MISSING : selectedValues(selection);
+  } catch {
+    return [undefined];
+  }
+}

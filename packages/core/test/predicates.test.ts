@@ -446,4 +446,35 @@ describe('predicates: properties', () => {
       { numRuns: 500 },
     );
   });
+
+  describe('args that throw when read fail closed, never throw', () => {
+    const revoked = (target: object) => {
+      const { proxy, revoke } = Proxy.revocable(target, {});
+      revoke();
+      return proxy;
+    };
+    const throwingGetter = {
+      get path(): string {
+        throw new Error('unreadable');
+      },
+    };
+    const throwingElement: unknown[] = ['/srv/a'];
+    Object.defineProperty(throwingElement, 0, {
+      get() {
+        throw new Error('unreadable');
+      },
+    });
+    const rows: readonly [name: string, selector: Selector, args: unknown][] = [
+      ['a getter that throws', 'path', throwingGetter],
+      ['a revoked proxy as args', 'path', revoked({})],
+      ['a revoked proxy on the way', ['o', 'path'], { o: revoked({}) }],
+      ['a revoked proxy under an index', ['o', 0], { o: revoked([]) }],
+      ['a revoked array proxy selected', 'path', { path: revoked([]) }],
+      ['an array element that throws', 'path', { path: throwingElement }],
+    ];
+    it.each(rows)('%s', (_name, selector, args) => {
+      expect(inside(selector, '/srv')(args)).toBe(false);
+      expect(escapes(selector, '/srv')(args)).toBe(true);
+    });
+  });
 });
