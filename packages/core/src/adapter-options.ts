@@ -1,4 +1,5 @@
 import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
+import { readOwn } from './own-key.js';
 import { PermissionPolicy, type PermissionPolicyOptions, POLICY_ERROR_PREFIX } from './policy.js';
 
 /**
@@ -59,7 +60,6 @@ export type OptionReader = (key: string) => unknown;
 const SHARED = ['policy', 'root', 'fs', 'dot', 'resolve', 'onDeny', 'reportOnly'] as const;
 const LINGER = ['lingerMs', 'lingerBytes'] as const;
 const POLICY_PARTS = ['root', 'fs', 'dot', 'resolve'] as const;
-const hasOwn = Object.prototype.hasOwnProperty;
 
 /** The adapters' build-time TypeError: `pathgate: option fs must be …`. */
 export function optionError(message: string): never {
@@ -68,7 +68,7 @@ export function optionError(message: string): never {
 
 function readerOf(options: object): OptionReader {
   return (key) => {
-    const value = hasOwn.call(options, key) ? (options as Record<string, unknown>)[key] : undefined;
+    const value = readOwn(options, key);
     if (value === null) optionError(`option ${key} must not be null`);
     return value;
   };

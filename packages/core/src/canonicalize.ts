@@ -1,3 +1,4 @@
+import { readOwn } from './own-key.js';
 import { joinSegments } from './segments.js';
 
 /** Why a value or a root could not be canonicalized. */
@@ -152,11 +153,19 @@ export function canonicalize(
 ): CanonicalizeResult {
   const text = readText(value);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
-  const resolve = options?.resolve;
+  const resolve = resolverOf(options);
   const base = canonicalizeRoot(root, resolve);
   if (!base.ok) return base;
   const result = canonicalizeText(text, base.value, resolve);
   return result.ok ? { ok: true, path: result.value.path } : result;
+}
+
+/** `options.resolve`, read as an own key: a polluted prototype cannot supply one. */
+export function resolverOf(
+  options: CanonicalizeOptions | undefined,
+): CanonicalizeOptions['resolve'] {
+  if (typeof options !== 'object' || options === null) return undefined;
+  return readOwn(options, 'resolve') as CanonicalizeOptions['resolve'];
 }
 
 /** True when the canonical `path` is `root` or lies below it. */

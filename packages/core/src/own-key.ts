@@ -13,3 +13,11 @@ export function setOwn<T>(target: Record<string, T>, key: string, value: T): voi
     });
   } else target[key] = value;
 }
+
+/**
+ * An option read as an own key: an inherited one (say, from a polluted
+ * `Object.prototype`) counts as absent, as does an own key holding `undefined`.
+ */
+export function readOwn(source: object, key: string): unknown {
+  return Object.hasOwn(source, key) ? (source as Record<string, unknown>)[key] : undefined;
+}

@@ -1,4 +1,5 @@
 import { type CanonicalizeOptions, type CanonicalPath, canonicalizeRoot } from './canonicalize.js';
+import { readOwn } from './own-key.js';
 import { PrefixRules } from './prefix-rules.js';
 import { type CompiledRule, compileRule } from './rule.js';
 import { RuleIndex } from './rule-index.js';
@@ -27,7 +28,6 @@ export interface CompiledPolicy {
 export const kCompiled: unique symbol = Symbol('pathgate.compiledPolicy');
 
 const KNOWN = new Set(['root', 'permissions', 'dot', 'resolve']);
-const hasOwn = Object.prototype.hasOwnProperty;
 
 /** How the policy's option errors begin; an adapter restates them as its own options. */
 export const POLICY_ERROR_PREFIX = 'PermissionPolicy: ';
@@ -36,24 +36,19 @@ function fail(message: string): never {
   throw new TypeError(`${POLICY_ERROR_PREFIX}${message}`);
 }
 
-/** An own key holding `undefined` counts as absent; `null` is an error. */
-function option(source: object, key: string): unknown {
-  return hasOwn.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
-}
-
 function readRules(options: object): readonly unknown[] {
-  const permissions = option(options, 'permissions');
+  const permissions = readOwn(options, 'permissions');
   if (typeof permissions !== 'object' || permissions === null) {
     fail('permissions must be an object with an fs array');
   }
-  const fs = option(permissions, 'fs');
+  const fs = readOwn(permissions, 'fs');
   if (!Array.isArray(fs)) fail('permissions.fs must be an array of rule strings');
   // Array.from reads a hole as undefined, so it is named as a rule that is not a string.
   return Array.from(fs as unknown[]);
 }
 
 function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalPath {
-  const root = option(options, 'root');
+  const root = readOwn(options, 'root');
   const text = root === undefined ? '/' : root;
   if (typeof text !== 'string')
     fail(`root must be a string, got ${text === null ? 'null' : typeof text}`);
@@ -70,12 +65,12 @@ function readOptions(options: unknown): {
   if (typeof options !== 'object' || options === null) fail('options must be an object');
   for (const key of Object.keys(options)) {
     // A key holding undefined counts as absent (DESIGN.md), known or not.
-    if (!KNOWN.has(key) && option(options, key) !== undefined) fail(`unknown option "${key}"`);
+    if (!KNOWN.has(key) && readOwn(options, key) !== undefined) fail(`unknown option "${key}"`);
   }
-  const dotOption = option(options, 'dot');
+  const dotOption = readOwn(options, 'dot');
   if (dotOption !== undefined && typeof dotOption !== 'boolean') fail('dot must be a boolean');
   const dot = dotOption === true;
-  const resolve = option(options, 'resolve');
+  const resolve = readOwn(options, 'resolve');
   if (resolve !== undefined && typeof resolve !== 'function') fail('resolve must be a function');
   const typedResolve = resolve as CompiledPolicy['resolve'];
   const root = readRoot(options, typedResolve);

@@ -4,6 +4,7 @@ import {
   canonicalizeRoot,
   canonicalizeValue,
   isWithin,
+  resolverOf,
 } from './canonicalize.js';
 import { MISSING, requireSelector, type Selector, selectValues } from './selector.js';
 
@@ -11,7 +12,7 @@ type Resolve = CanonicalizeOptions['resolve'];
 
 /** True when `value` canonicalizes to `root` itself or a path below it; any failure is false. */
 export function isInside(value: unknown, root: unknown, options?: CanonicalizeOptions): boolean {
-  const resolve = options?.resolve;
+  const resolve = resolverOf(options);
   const base = canonicalizeRoot(root, resolve);
   if (!base.ok) return false;
   const result = canonicalizeValue(value, base.value, resolve);
@@ -20,7 +21,7 @@ export function isInside(value: unknown, root: unknown, options?: CanonicalizeOp
 
 /** Build-time half of `inside` and `escapes`: a canonical root and a `within` test. */
 function prepare(name: string, selector: Selector, root: string, options?: CanonicalizeOptions) {
-  const resolve: Resolve = options?.resolve;
+  const resolve: Resolve = resolverOf(options);
   if (resolve !== undefined && typeof resolve !== 'function') {
     throw new TypeError(`${name}: options.resolve must be a function`);
   }

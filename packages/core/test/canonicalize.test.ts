@@ -463,3 +463,15 @@ describe('the NUL and non-ASCII scan sees every position, short or long', () => 
     );
   });
 });
+
+describe('options.resolve is read as an own key', () => {
+  it('a resolve on a polluted Object.prototype is ignored', () => {
+    const proto = Object.prototype as { resolve?: unknown };
+    proto.resolve = () => '/srv/inside';
+    try {
+      expect(canonicalize('/etc/passwd', '/srv', {})).toEqual({ ok: true, path: '/etc/passwd' });
+    } finally {
+      delete proto.resolve;
+    }
+  });
+});

@@ -477,4 +477,16 @@ describe('predicates: properties', () => {
       expect(escapes(selector, '/srv')(args)).toBe(true);
     });
   });
+
+  it('a resolve on a polluted Object.prototype is ignored', () => {
+    const proto = Object.prototype as { resolve?: unknown };
+    proto.resolve = (path: string) => (path === '/srv' ? path : '/srv/inside');
+    try {
+      expect(isInside('/etc/passwd', '/srv', {})).toBe(false);
+      expect(inside('p', '/srv', {})({ p: '/etc/passwd' })).toBe(false);
+      expect(escapes('p', '/srv', {})({ p: '/etc/passwd' })).toBe(true);
+    } finally {
+      delete proto.resolve;
+    }
+  });
 });
