@@ -299,6 +299,19 @@ describe('canonicalize(value, root, options?)', () => {
     expect(calls).toEqual([]);
   });
 
+  it('8: an async resolve answers a Promise, not a string: resolve-failed', () => {
+    expect(canonicalize('a', '/srv', { resolve: async (p: string) => p } as never)).toStrictEqual(
+      fail('resolve-failed'),
+    );
+  });
+
+  it('options are own keys: an inherited resolve is not one', () => {
+    const options = Object.create({ resolve: () => '/srv/inside' }) as CanonicalizeOptions;
+    expect(canonicalize('/etc/passwd', '/srv', options)).toStrictEqual(ok('/etc/passwd'));
+    expect(isInside('/etc/passwd', '/srv', options)).toBe(false);
+    expect(escapes('p', '/srv', options)({ p: '/etc/passwd' })).toBe(true);
+  });
+
   it('never throws, whatever resolve throws', () => {
     const weird = {
       get message() {
@@ -558,6 +571,14 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       expect(checkFs(p, '/srv/.a', 'read').outcome).toBe('deny'); // dot defaults to false
     });
 
+    it('inherited option keys are not own keys: they count as absent', () => {
+      const inherited = { root: '/srv', dot: true, resolve: () => '/x' };
+      const options = Object.assign(Object.create(inherited), { permissions: { fs: ['/srv/*'] } });
+      const p = new PermissionPolicy(options);
+      expect(checkFs(p, 'srv/a', 'read')).toMatchObject({ outcome: 'allow' }); // root is /
+      expect(checkFs(p, '/srv/.a', 'read').outcome).toBe('deny'); // dot is false; resolve unused
+    });
+
     it('root defaults to /', () => {
       const p = new PermissionPolicy({ permissions: { fs: ['/etc/*'] } });
       expect(checkFs(p, 'etc/passwd', 'read').outcome).toBe('allow');
@@ -806,6 +827,10 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['%2e%2e', '..', false],
       ['~', '~', true],
       ['a\\\\b', 'a\\b', true], // \\ is a literal backslash
+      // Reading pinned for "`\x` | the character `x`, literally" with x = '/': no segment holds
+      // a '/', so the rule is valid and matches nothing.
+      ['a\\/b', 'a/b', false],
+      ['a\\/b', 'a\\/b', false],
       // names an object map could confuse
       ['__proto__', '__proto__', true],
       ['__proto__/*', '__proto__/a', true],
@@ -1196,6 +1221,19 @@ describe('The adapters (the shared route guard)', () => {
       // the handler receives the canonical path that was checked
       expect(Object.values(info.body)).toEqual([path]);
     }
+  });
+
+  it('with resolve, the handler receives the resolved path that was checked', () => {
+    const resolve = mapping({ '/srv/files/link': '/srv/files/uploads/real' });
+    const policy = new PermissionPolicy({
+      root: '/srv/files',
+      permissions: { fs: ['rw:uploads/**'] },
+      resolve,
+    });
+    const g = compileRouteGuard(policy, { mode: 'write', paths: [{ body: 'f' }] }, 'POST /x');
+    const info = g.newInfo();
+    expect(g.checkRequest({ body: { f: 'link' } }, info)).toStrictEqual({ ok: true });
+    expect(info.body).toEqual({ f: '/srv/files/uploads/real' });
   });
 
   it('an optional selector lets a missing value through', () => {
