@@ -299,6 +299,14 @@ describe('canonicalize(value, root, options?)', () => {
     expect(calls).toEqual([]);
   });
 
+  it('8: a resolve that is not a function fails closed (canonicalize never throws)', () => {
+    // Reading pinned: "`resolve`, when given, must be a function" is a build-time TypeError for
+    // the policy and the builders; canonicalize has no build time, so it answers resolve-failed.
+    for (const resolve of [42, null, 'x', {}]) {
+      expect(canonicalize('a', '/srv', { resolve } as never)).toStrictEqual(fail('resolve-failed'));
+    }
+  });
+
   it('8: an async resolve answers a Promise, not a string: resolve-failed', () => {
     expect(canonicalize('a', '/srv', { resolve: async (p: string) => p } as never)).toStrictEqual(
       fail('resolve-failed'),
