@@ -5,8 +5,8 @@
  * `Connection: close` destroys the socket with unread bytes in the kernel,
  * which sends RST and makes fast clients see EPIPE instead of the 403. So:
  * send the answer with `Connection: close`, half-close (FIN), read and drop
- * what the client still sends for a bounded time and byte count, then close.
- * HTTP/2 forbids `Connection`, and other streams share the connection: there
+ * what the client still sends for a bounded time and byte count, then close;
+ * requests pipelined behind the refused one are read the same way. HTTP/2 forbids `Connection`, and other streams share the connection: there
  * the request's stream is read the same way, and reset past the limits.
  *
  * Node-only and framework-free (duck-typed on IncomingMessage, Socket and
@@ -37,6 +37,8 @@ export interface LingeringRequest {
 export interface LingeringSocket {
   destroyed: boolean;
   destroySoon?: () => void;
+  /** Node's HTTP/1 parser of a server socket (internal: absent elsewhere, then left alone). */
+  parser?: { onIncoming?: unknown } | null;
   end(): unknown;
   destroy(): unknown;
   once(event: 'close', listener: () => void): unknown;
@@ -133,11 +135,30 @@ function lingerStream(
   });
 }
 
+/** A request parsed after the connection was refused: its body is read and dropped. */
+function dropRequest(incoming: { resume(): unknown }): number {
+  incoming.resume();
+  return 0; // as Node's own handler: the parser reads the body as framed
+}
+
+/**
+ * After `Connection: close` the server must not process any further request
+ * on the connection (RFC 9112, 9.6). While the answer goes out and the rest
+ * of the body is read, Node's parser would hand the app the requests
+ * pipelined behind it, and their answers would never go out: the parser
+ * drops them instead.
+ */
+function refuseLaterRequests(socket: LingeringSocket): void {
+  const { parser } = socket;
+  if (parser && typeof parser.onIncoming === 'function') parser.onIncoming = dropRequest;
+}
+
 /**
  * Arms the lingering close for this request's socket: call it before the
  * answer is sent, and send the answer with `Connection: close` (Node then
  * calls `socket.destroySoon()` once the answer is flushed, which this hooks).
- * Returns whether the header should be set: true on HTTP/1.x (a body that
+ * Requests pipelined behind this one are read and dropped, never handed to
+ * the app. Returns whether the header should be set: true on HTTP/1.x (a body that
  * was read whole meanwhile needs no lingering, and a plain close is safe),
  * false on HTTP/2, which forbids it (the stream lingers instead, and the
  * connection stays open).
@@ -149,8 +170,9 @@ export function lingerClose(req: LingeringRequest, options: LingerOptions = {}):
     if (!req.complete && req.stream !== undefined) lingerStream(req, req.stream, ms, bytes);
     return false;
   }
-  if (req.complete) return true; // nothing unread: a plain close cannot RST
   const socket = req.socket;
+  if (socket) refuseLaterRequests(socket);
+  if (req.complete) return true; // nothing unread: a plain close cannot RST
   if (!socket || armed.has(socket) || typeof socket.destroySoon !== 'function') return true;
   armed.add(socket);
   const original = socket.destroySoon;
