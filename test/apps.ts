@@ -121,6 +121,8 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
 
 export interface Listening {
   readonly port: number;
+  /** The node:http server, to count its connections and watch its sockets. */
+  readonly server: http.Server;
   close(): Promise<void>;
 }
 
@@ -132,6 +134,7 @@ export async function startApps(options: AppOptions): Promise<Apps> {
   await fastify.listen({ port: 0, host: '127.0.0.1' });
   const fromFastify: Listening = {
     port: (fastify.server.address() as AddressInfo).port,
+    server: fastify.server,
     close: () => fastify.close(),
   };
   let server: http.Server;
@@ -146,6 +149,7 @@ export async function startApps(options: AppOptions): Promise<Apps> {
   }
   const fromExpress: Listening = {
     port: (server.address() as AddressInfo).port,
+    server,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

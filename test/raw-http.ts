@@ -40,6 +40,8 @@ export interface RawOptions {
   timeoutMs?: number;
   /** Stop waiting once this many final answers (not 1xx) arrived. */
   expect?: number;
+  /** Keep sending after the server's FIN, as a client that ignores it would. */
+  halfOpen?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -125,7 +127,7 @@ export function exchangeRaw(
   options: RawOptions = {},
 ): Promise<RawExchange> {
   const { timeoutMs = 3000, gapMs = 0 } = options;
-  const socket = net.connect(port, '127.0.0.1');
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: options.halfOpen });
   const chunks: Buffer[] = [];
   return new Promise((resolve) => {
     let error: string | undefined;
@@ -171,4 +173,66 @@ export function rawRequest(
     'latin1',
   );
   return Buffer.concat([head, typeof body === 'string' ? Buffer.from(body, 'latin1') : body]);
+}
+
+/** A keep-alive connection: requests written one at a time, or pipelined, each answer awaited. */
+export interface RawSession {
+  /** Writes a request and resolves with its final answer (1xx skipped). */
+  send(request: Buffer, method?: string): Promise<RawResponse>;
+  /** Writes GET (or bodiless) requests in one write and resolves with their answers. */
+  pipeline(requests: readonly Buffer[]): Promise<RawResponse[]>;
+  /** Whether the server closed the connection. */
+  readonly closed: boolean;
+  close(): void;
+}
+
+/** Opens a connection to 127.0.0.1 for requests sent one after another. */
+export function openSession(port: number): Promise<RawSession> {
+  const socket = net.connect(port, '127.0.0.1');
+  const methods: string[] = [];
+  let received = Buffer.alloc(0);
+  let closed = false;
+  let wake = () => {};
+  socket.on('data', (chunk: Buffer) => {
+    received = Buffer.concat([received, chunk]);
+    wake();
+  });
+  socket.on('error', () => {});
+  socket.on('close', () => {
+    closed = true;
+    wake();
+  });
+  const finals = () =>
+    parseResponses(received.toString('latin1'), methods).responses.filter((r) => r.status >= 200);
+  /** Writes `bytes`, and resolves with the final answers from `from` on, once `count` are in. */
+  const answers = (bytes: Buffer, from: number, count: number) => {
+    socket.write(bytes);
+    return new Promise<RawResponse[]>((resolve, reject) => {
+      wake = () => {
+        const got = finals().slice(from, from + count);
+        if (got.length === count) resolve(got);
+        else if (closed) reject(new Error('the connection closed before the answers'));
+      };
+      wake();
+    });
+  };
+  const session: RawSession = {
+    async send(request, method = 'GET') {
+      const [answer] = await answers(request, methods.push(method) - 1, 1);
+      return answer as RawResponse;
+    },
+    pipeline(requests) {
+      const from = methods.length;
+      methods.push(...requests.map(() => 'GET'));
+      return answers(Buffer.concat(requests), from, requests.length);
+    },
+    get closed() {
+      return closed;
+    },
+    close: () => socket.destroy(),
+  };
+  return new Promise((resolve, reject) => {
+    socket.once('connect', () => resolve(session));
+    socket.once('error', reject);
+  });
 }
