@@ -126,6 +126,40 @@ describe('pipelined behind a refused upload whose body is still arriving', () =>
   }
 });
 
+describe('an upgrade pipelined behind a refused upload', () => {
+  // A WebSocket server or a proxy listens on the same node:http server: the
+  // request is one the server must not process either.
+  const UPGRADES = [
+    ['Upgrade', rawRequest('GET /ws HTTP/1.1', ['connection: upgrade', 'upgrade: websocket'])],
+    ['CONNECT', rawRequest('CONNECT 127.0.0.1:1 HTTP/1.1')],
+  ] as const;
+  for (const framework of FRAMEWORKS) {
+    for (const [kind, request] of UPGRADES) {
+      it(`${framework}: ${kind} reaches no upgrade or connect listener`, async () => {
+        const { server, port } = watched.apps[framework];
+        let taken = 0;
+        const take = (_req: unknown, socket: Socket) => {
+          taken++;
+          socket.destroy();
+        };
+        server.on('upgrade', take).on('connect', take);
+        try {
+          const result = await exchangeRaw(port, [
+            Buffer.concat([upload('../x', Buffer.alloc(64 * 1024, 0x61)), request]),
+          ]);
+          expect(result.responses.map((r) => [r.status, r.headers.connection])).toEqual([
+            [403, 'close'],
+          ]);
+          expect(result).toMatchObject({ closed: true, rest: '' });
+          expect(taken).toBe(0);
+        } finally {
+          server.off('upgrade', take).off('connect', take);
+        }
+      });
+    }
+  }
+});
+
 /** The canonical paths an allowed request's handler answered with. */
 const checked = (answer: RawResponse | undefined) =>
   (answer?.json as { pathgate?: unknown })?.pathgate;

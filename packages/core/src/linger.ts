@@ -135,8 +135,19 @@ function lingerStream(
   });
 }
 
-/** A request parsed after the connection was refused: its body is read and dropped. */
-function dropRequest(incoming: { resume(): unknown }): number {
+/** What `dropRequest` touches of a request Node parsed. */
+interface ParsedRequest {
+  upgrade: boolean;
+  resume(): unknown;
+}
+
+/**
+ * A request parsed after the connection was refused: its body is read and
+ * dropped. An upgrade or CONNECT loses its flag, or Node would hand the
+ * socket to the server's `upgrade` or `connect` listener (a WebSocket server).
+ */
+function dropRequest(incoming: ParsedRequest): number {
+  incoming.upgrade = false;
   incoming.resume();
   return 0; // as Node's own handler: the parser reads the body as framed
 }
