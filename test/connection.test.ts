@@ -278,6 +278,13 @@ interface Framing {
 
 const NEXT = get('/files/docs/next', CLOSE);
 
+/** One GET of `path`, on its own connection. */
+const target = (name: string, path: string, want: Framing['want'][number]): Framing => ({
+  name,
+  sent: [get(path, CLOSE)],
+  want: [want],
+});
+
 const FRAMINGS: readonly Framing[] = [
   {
     name: 'chunk extensions and a trailer, denied, then a request on the same connection',
@@ -317,12 +324,8 @@ const FRAMINGS: readonly Framing[] = [
     sent: [get('/files/docs/a', 'x-a: 1', ' folded', CLOSE)],
     want: [400],
   },
-  { name: 'a raw space in the target', sent: [get('/files/docs/a b', CLOSE)], want: [400] },
-  {
-    name: 'raw UTF-8 bytes in the target',
-    sent: [get('/files/docs/\xc3\xa9', CLOSE)],
-    want: [400],
-  },
+  target('a raw space in the target', '/files/docs/a b', 400),
+  target('raw UTF-8 bytes in the target', '/files/docs/\xc3\xa9', 400),
   {
     name: 'HTTP/1.1 without Host',
     sent: [Buffer.from('GET /files/docs/a HTTP/1.1\r\nconnection: close\r\n\r\n')],
@@ -337,69 +340,21 @@ const FRAMINGS: readonly Framing[] = [
     want: [403, 200],
     methods: ['HEAD', 'HEAD'],
   },
-  {
-    name: 'absolute form that climbs out',
-    sent: [get('http://host/files/../x', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: 'absolute form, encoded slashes',
-    sent: [get('http://host/files/..%2f..%2fetc', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: 'absolute form, inside',
-    sent: [get('http://other.example/files/docs/x', CLOSE)],
-    want: [200],
-  },
+  target('absolute form that climbs out', 'http://host/files/../x', [OUT, 'params.*']),
+  target('absolute form, encoded slashes', 'http://host/files/..%2f..%2fetc', [OUT, 'params.*']),
+  target('absolute form, inside', 'http://other.example/files/docs/x', 200),
   { name: 'OPTIONS * (no route)', sent: [rawRequest('OPTIONS * HTTP/1.1', [CLOSE])], want: [404] },
-  {
-    name: 'a fragment after an allowed path is dropped',
-    sent: [get('/files/docs/a#/../../../etc', CLOSE)],
-    want: [200],
-  },
-  {
-    name: 'a fragment does not hide a climb',
-    sent: [get('/files/../../etc#docs/a', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: 'a query does not hide a climb',
-    sent: [get('/files/../../etc?docs/a', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: '// in the wildcard: absolute',
-    sent: [get('/files//etc/passwd', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  { name: '// before the route (no route)', sent: [get('//files/docs/a', CLOSE)], want: [404] },
-  {
-    name: 'raw backslashes',
-    sent: [get('/files/docs\\..\\..\\etc', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: 'encoded backslashes',
-    sent: [get('/files/docs%5c..%5c..%5cetc', CLOSE)],
-    want: [[OUT, 'params.*']],
-  },
-  {
-    name: 'a percent-encoded NUL',
-    sent: [get('/files/docs/a%00.txt', CLOSE)],
-    want: [['nul-byte', 'params.*']],
-  },
+  target('a fragment after an allowed path is dropped', '/files/docs/a#/../../../etc', 200),
+  target('a fragment does not hide a climb', '/files/../../etc#docs/a', [OUT, 'params.*']),
+  target('a query does not hide a climb', '/files/../../etc?docs/a', [OUT, 'params.*']),
+  target('// in the wildcard: absolute', '/files//etc/passwd', [OUT, 'params.*']),
+  target('// before the route (no route)', '//files/docs/a', 404),
+  target('raw backslashes', '/files/docs\\..\\..\\etc', [OUT, 'params.*']),
+  target('encoded backslashes', '/files/docs%5c..%5c..%5cetc', [OUT, 'params.*']),
+  target('a percent-encoded NUL', '/files/docs/a%00.txt', ['nul-byte', 'params.*']),
   // Not UTF-8: each router refuses to decode it (400), before pathgate.
-  {
-    name: 'overlong UTF-8 dots (%c0%ae)',
-    sent: [get('/files/docs/%c0%ae%c0%ae/%c0%ae%c0%ae/etc', CLOSE)],
-    want: [400],
-  },
-  {
-    name: 'a lone surrogate (%ed%a0%80)',
-    sent: [get('/files/docs/%ed%a0%80', CLOSE)],
-    want: [400],
-  },
+  target('overlong UTF-8 dots (%c0%ae)', '/files/docs/%c0%ae%c0%ae/%c0%ae%c0%ae/etc', 400),
+  target('a lone surrogate (%ed%a0%80)', '/files/docs/%ed%a0%80', 400),
   {
     name: 'HTTP/1.0, denied',
     sent: [rawRequest('GET /files/../etc HTTP/1.0')],
