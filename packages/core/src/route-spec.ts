@@ -1,4 +1,5 @@
 import type { FsAccessMode } from './check-fs.js';
+import { readOwn } from './own-key.js';
 import { type CompiledSelector, compileSelector, type Selector } from './selector.js';
 
 /** Where a request carries path values. */
@@ -41,8 +42,9 @@ export type PathSpec =
  */
 export function requiredParams(paths: readonly PathSpec[]): string[] {
   return paths.flatMap((spec) => {
-    if (!('params' in spec) || spec.params === undefined || spec.optional === true) return [];
-    return [String(typeof spec.params === 'string' ? spec.params : spec.params[0])];
+    const params = readOwn(spec, 'params') as Selector | undefined;
+    if (params === undefined || readOwn(spec, 'optional') === true) return [];
+    return [String(typeof params === 'string' ? params : params[0])];
   });
 }
 
@@ -67,16 +69,13 @@ export interface CompiledSpec {
 
 const SOURCES = ['params', 'query', 'body', 'headers', 'file'] as const;
 const KNOWN = new Set<string>([...SOURCES, 'under', 'optional']);
-const hasOwn = Object.prototype.hasOwnProperty;
 
 /** Throws the build-time TypeError naming the route and the selector. */
 export type SpecError = (message: string) => never;
 
 function sourceOf(spec: object, fail: SpecError): (typeof SOURCES)[number] {
   for (const key of Object.keys(spec)) if (!KNOWN.has(key)) fail(`unknown key "${key}"`);
-  const present = SOURCES.filter(
-    (s) => hasOwn.call(spec, s) && (spec as Record<string, unknown>)[s] !== undefined,
-  );
+  const present = SOURCES.filter((s) => readOwn(spec, s) !== undefined);
   if (present.length !== 1) fail(`name exactly one of ${SOURCES.join(', ')}`);
   return present[0] as (typeof SOURCES)[number];
 }
@@ -107,21 +106,26 @@ export function compileSpec(
 ): CompiledSpec {
   if (typeof spec !== 'object' || spec === null) return fail('must be an object');
   const source = sourceOf(spec, fail);
-  const { under: rawUnder, optional = false } = spec as { under?: unknown; optional?: unknown };
-  if (typeof optional !== 'boolean') fail('optional must be a boolean');
+  // Own keys only: a polluted Object.prototype must not make a spec optional or move it.
+  const rawUnder = readOwn(spec, 'under');
+  const rawOptional = readOwn(spec, 'optional');
+  if (rawOptional !== undefined && typeof rawOptional !== 'boolean') {
+    fail('optional must be a boolean');
+  }
+  const optional = rawOptional === true;
   if (rawUnder !== undefined && (typeof rawUnder !== 'string' || rawUnder === '')) {
     fail('under must be a non-empty string (use "." for the root)');
   }
   const under = rawUnder === undefined ? undefined : canonicalUnder(rawUnder);
   if (rawUnder !== undefined && under === undefined)
     fail('under must be a directory inside the root');
-  const raw = (spec as Record<string, unknown>)[source];
+  const raw = readOwn(spec, source);
   if (source === 'file') {
     const field = compileField(raw, fail);
     const label = field === true ? 'file *' : `file ${field}`;
-    return { source, selector: undefined, field, under, optional: optional as boolean, label };
+    return { source, selector: undefined, field, under, optional, label };
   }
   const selector = compileValueSelector(source, raw, fail);
   const label = `${source}.${selector.label}`;
-  return { source, selector, field: undefined, under, optional: optional as boolean, label };
+  return { source, selector, field: undefined, under, optional, label };
 }

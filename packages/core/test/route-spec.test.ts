@@ -4,6 +4,7 @@ import {
   PermissionPolicy,
   type RouteGuard,
   type RouteGuardOptions,
+  requiredParams,
 } from '../src/index.js';
 import { runGuard } from './guard-run.js';
 
@@ -144,6 +145,49 @@ describe('path specs: `under` with the default root /', () => {
     expect(g.checkFile('f', '/')).toEqual({
       ok: false,
       denial: { reason: 'missing-path', label: 'file *' },
+    });
+  });
+});
+
+describe('path specs are read as own keys', () => {
+  /** Runs `check` while Object.prototype carries `keys`, as after a prototype pollution. */
+  const polluted = (keys: Record<string, unknown>, check: () => void) => {
+    const proto = Object.prototype as Record<string, unknown>;
+    for (const [key, value] of Object.entries(keys)) proto[key] = value;
+    try {
+      check();
+    } finally {
+      for (const key of Object.keys(keys)) delete proto[key];
+    }
+  };
+
+  it('an inherited optional does not let a missing value through', () => {
+    polluted({ optional: true }, () => {
+      const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ query: 'file' }] });
+      expect(runGuard(guard, { query: {} }).result).toEqual({
+        ok: false,
+        denial: { reason: 'missing-path', label: 'query.file' },
+      });
+      expect(requiredParams([{ params: 'name' }])).toEqual(['name']);
+    });
+  });
+
+  it('an inherited under does not move where a value is checked', () => {
+    polluted({ under: 'docs' }, () => {
+      const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ query: 'file' }] });
+      expect(runGuard(guard, { query: { file: 'a' } }).result).toEqual({
+        ok: false,
+        denial: { reason: 'path-not-in-allowlist', label: 'query.file', result: expect.anything() },
+      });
+    });
+  });
+
+  it('an inherited source is not a second source', () => {
+    polluted({ body: 'from' }, () => {
+      const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ query: 'file' }] });
+      expect(runGuard(guard, { query: { file: 'docs/a' } }).info.query).toEqual({
+        file: '/srv/docs/a',
+      });
     });
   });
 });
