@@ -4,6 +4,7 @@ import { type FileHandle, lstat, mkdir, open, rename, unlink } from 'node:fs/pro
 import { basename, dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { readOwn } from '@pathgate/core';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.js';
@@ -176,7 +177,8 @@ function readOverwrite(options: unknown): boolean {
   if (options === undefined) return false;
   if (typeof options !== 'object' || options === null) fail('options must be an object');
   for (const key of Object.keys(options)) if (key !== 'overwrite') fail(`unknown option "${key}"`);
-  const { overwrite } = options as DiskStorageOptions;
+  // An own key: a polluted Object.prototype must not turn overwriting on.
+  const overwrite = readOwn(options, 'overwrite');
   if (overwrite !== undefined && typeof overwrite !== 'boolean') {
     fail('option overwrite must be a boolean');
   }

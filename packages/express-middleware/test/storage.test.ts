@@ -127,6 +127,19 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
       app.post('/keep', spec, gate.multer().single('f'), stored);
       const replacing = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
       app.post('/replace', spec, replacing.single('f'), stored);
+      // Built while Object.prototype carries overwrite: true, as after a prototype pollution.
+      const proto = Object.prototype as { overwrite?: boolean };
+      proto.overwrite = true;
+      try {
+        app.post(
+          '/polluted',
+          spec,
+          gate.multer({ storage: gate.diskStorage({}) }).single('f'),
+          stored,
+        );
+      } finally {
+        delete proto.overwrite;
+      }
     });
     uploads = join(site.root, 'uploads');
     mkdirSync(uploads);
@@ -139,7 +152,7 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
 
   const refusals: {
     readonly what: string;
-    readonly route: '/keep' | '/replace';
+    readonly route: '/keep' | '/replace' | '/polluted';
     readonly filename: string | (() => string);
     readonly plant?: (uploads: string, outside: string) => void;
     readonly status: number;
@@ -151,6 +164,15 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
       route: '/keep',
       filename: 'taken.txt',
       plant: (dir) => writeFileSync(join(dir, 'taken.txt'), 'before'),
+      status: 409,
+      code: STORAGE_CODES.EXISTS,
+      message: 'the target exists',
+    },
+    {
+      what: 'an existing file (an inherited overwrite is not an option)',
+      route: '/polluted',
+      filename: 'taken-too.txt',
+      plant: (dir) => writeFileSync(join(dir, 'taken-too.txt'), 'before'),
       status: 409,
       code: STORAGE_CODES.EXISTS,
       message: 'the target exists',
