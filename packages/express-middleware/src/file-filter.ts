@@ -21,8 +21,8 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     const decision = upload.decideFile(file.fieldname, file.originalname);
     // Let go: only a nameless part is, and multer drops those before any fileFilter.
     if (decision.kind === 'skip') return cb(null, false);
-    const denial = upload.stopsWith(decision);
-    if (denial) return cb(new PathgateDeniedError(denial));
+    const stop = upload.stopsWith(decision);
+    if (stop) return cb(stop);
     if (decision.kind === 'allow') file.pathgatePath = decision.file.path;
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     const accept = ((error: Error | null, include?: boolean) => {

@@ -1,5 +1,4 @@
 import type { Request } from 'express';
-import { PathgateDeniedError } from './errors.js';
 import { uploadOf } from './upload.js';
 
 /** The part of busboy's interface the watcher uses. */
@@ -31,9 +30,9 @@ export function watchParts(req: Request, parser: unknown): void {
   parser.on('file', (field, _stream, info) => {
     const upload = uploadOf(req);
     if (info.filename || !upload || upload.settled) return;
-    const denial = upload.stopsWith(upload.decideFile(field, undefined));
+    const stop = upload.stopsWith(upload.decideFile(field, undefined));
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
-    if (denial) parser.destroy(new PathgateDeniedError(denial));
+    if (stop) parser.destroy(stop);
   });
 }
 

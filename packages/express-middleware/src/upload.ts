@@ -1,6 +1,9 @@
 import { type CheckedFile, type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
+import { PathgateDeniedError } from './errors.js';
+import { onceRemoved } from './multer-abort.js';
+import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
@@ -75,8 +78,9 @@ export interface UploadParts {
   readonly next: NextFunction;
   /** Left by the route's gate middleware(s), in route order; empty when none ran before multer. */
   readonly routes: readonly RouteState[];
-  /** The multer gate's own deny, for uploads without a route. */
+  /** The multer gate's own deny and settings, for uploads without a route. */
   readonly deny: Deny;
+  readonly settings: Settings;
   readonly storage: StorageEngine;
   /** Called when a file arrives on a route without a gate middleware. */
   readonly onOrphan: (req: Request) => void;
@@ -107,6 +111,8 @@ export class Upload {
   readonly accepted: CheckedFile[] = [];
   /** The fields of parts let through unchecked (report-only). */
   private readonly unchecked: { field: string }[] = [];
+  /** A file part's deny, waiting for multer's abort to remove what it stored. */
+  private pending: (() => void) | undefined;
 
   constructor(private readonly parts: UploadParts) {
     uploads.set(parts.req, this);
@@ -177,31 +183,62 @@ export class Upload {
   /** Denies now, with the deny of the gate that refused. Returns `true` when the request goes on (report-only). */
   refuse(denial: PathDenial, route: RouteState | undefined): boolean {
     if (this.settled) return false;
-    const { req, res, next } = this.parts;
-    const goesOn = (route?.deny ?? this.parts.deny)(denial, req, res, next);
+    const goesOn = this.deny(denial, route);
     if (!goesOn) this.settled = true;
     return goesOn;
   }
 
+  private deny(denial: PathDenial, route: RouteState | undefined): boolean {
+    const { req, res, next } = this.parts;
+    return (route?.deny ?? this.parts.deny)(denial, req, res, next);
+  }
+
   /**
-   * What a file part's decision does to the body: the denial to stop it
-   * with once the request is answered (an enforced deny, or a report-only
-   * one the app's `onDeny` answered itself); `undefined` to read on.
+   * What a file part's decision does to the body: the error to abort multer
+   * with (an enforced deny, or a report-only one the app's `onDeny`
+   * answered itself); `undefined` to read on.
    */
-  stopsWith(decision: FileDecision): PathDenial | undefined {
-    if (decision.kind === 'deny') {
-      return this.refuse(decision.denial, decision.route) ? undefined : decision.denial;
+  stopsWith(decision: FileDecision): PathgateDeniedError | undefined {
+    if (decision.kind === 'deny' && !this.settled) {
+      const enforced = !(decision.route ?? this.parts.settings).reportOnly;
+      if (enforced) return this.denyOnceRemoved(decision.denial, decision.route);
+      if (this.refuse(decision.denial, decision.route)) return undefined;
     }
-    return decision.kind === 'unchecked' && this.settled ? decision.denial : undefined;
+    const stops = decision.kind === 'deny' || (decision.kind === 'unchecked' && this.settled);
+    return stops ? new PathgateDeniedError(decision.denial) : undefined;
+  }
+
+  /**
+   * An enforced deny of a file part: settled now (no later part is
+   * decided), answered once multer's abort has removed the files it stored
+   * (and finished those still being written), so a client that looks right
+   * after the 403 finds none of them. Returns the error to abort with.
+   */
+  private denyOnceRemoved(denial: PathDenial, route: RouteState | undefined): PathgateDeniedError {
+    this.settled = true;
+    const answer = () => {
+      if (this.pending !== answer) return;
+      this.pending = undefined;
+      this.deny(denial, route);
+    };
+    this.pending = answer;
+    return onceRemoved(new PathgateDeniedError(denial), answer);
   }
 
   /** multer's callback: its error, or the body fields and required files, then the handler. */
   finish(error: unknown): void {
+    if (this.pending) {
+      // multer aborted with an error of its own first: ours never reached its removal, done by now.
+      this.pending();
+      return;
+    }
     // After our answer, multer's late error must not reach the app (finalhandler would cut the socket).
     if (this.settled) return;
     const { next, routes } = this.parts;
-    if (error) next(withClientStatus(error));
-    else if (routes.length === 0) next();
+    if (error) {
+      this.settled = true;
+      next(withClientStatus(error));
+    } else if (routes.length === 0) next();
     else this.finishRoutes(routes);
   }
 

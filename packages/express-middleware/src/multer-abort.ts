@@ -1,0 +1,18 @@
+/**
+ * Calls `removed` once multer has removed what it stored for the request it
+ * aborts with `error`. multer sets `storageErrors` on its abort error right
+ * after its last removal (every 2.x version): the one moment to learn it, as
+ * its callback may wait for the rest of the body (2.5 drains it first).
+ */
+export function onceRemoved<E extends Error>(error: E, removed: () => void): E {
+  let storageErrors: unknown;
+  Object.defineProperty(error, 'storageErrors', {
+    configurable: true,
+    get: () => storageErrors,
+    set(value: unknown) {
+      storageErrors = value;
+      removed();
+    },
+  });
+  return error;
+}

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import express from 'express';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { pathgate } from '../src/index.js';
+import {
+  countingErrorHandler,
+  fieldPart,
+  filePart,
+  MULTIPART,
+  multipart,
+  type RawPart,
+  type Served,
+  serve,
+  tempRoot,
+} from './helpers.js';
+
+// A refused upload leaves the disk as it was, and already so when the answer
+// reaches the client: the disk is read in the client's 'response' event,
+// with no wait. What multer stored is removed before the 403 goes out.
+
+let root: string;
+let removeRoot: () => void;
+let served: Served;
+const errors = countingErrorHandler();
+
+beforeAll(async () => {
+  ({ root, remove: removeRoot } = tempRoot());
+  const gate = pathgate({ root, fs: ['rw:uploads/**'] });
+  const up = gate.multer();
+  const one = gate.multer({ limits: { files: 1, fields: 0 } });
+  const app = express();
+  const stored: express.RequestHandler = (_req, res) => {
+    res.status(201).json({ stored: true });
+  };
+  app.post('/docs', gate.write({ file: 'docs', under: 'uploads' }), up.array('docs'), stored);
+  app.post('/one', gate.write({ file: 'doc', under: 'uploads' }), one.single('doc'), stored);
+  app.use(errors.handler);
+  served = await serve(app);
+});
+
+afterAll(async () => {
+  await served.close();
+  removeRoot();
+});
+
+// Each case starts from an empty uploads/.
+beforeEach(() => {
+  rmSync(join(root, 'uploads'), { recursive: true, force: true });
+  mkdirSync(join(root, 'uploads'));
+});
+
+/** Every entry below uploads/ (folders end in `/`), sorted. */
+function disk(): string[] {
+  const dir = join(root, 'uploads');
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((entry) => {
+      const path = join(entry.parentPath, entry.name).slice(dir.length + 1);
+      return entry.isDirectory() ? `${path}/` : path;
+    })
+    .sort();
+}
+
+interface Answered {
+  status: number;
+  /** `disk()` in the 'response' event: what a client sees right when the answer arrives. */
+  disk: string[];
+}
+
+/** Posts `body` as multipart/form-data with its exact length; reads the disk as the answer arrives. */
+function post(path: string, body: Buffer | string): Promise<Answered> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port: served.port,
+      method: 'POST',
+      path,
+      agent: false,
+      headers: { 'content-type': MULTIPART, 'content-length': Buffer.byteLength(body) },
+    });
+    req.on('response', (res) => {
+      const answered = { status: res.statusCode ?? 0, disk: disk() };
+      res.resume();
+      res.on('end', () => resolve(answered));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart(parts));
+
+const RUNS = 20;
+
+describe('a file part denied after an allowed one was stored', () => {
+  it('the 403 comes once the stored file is removed', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      const got = await upload('/docs', [
+        filePart('docs', `good-${i}.bin`, randomBytes(256 * 1024)),
+        filePart('docs', '../denied.bin'),
+      ]);
+      expect(got).toEqual({ status: 403, disk: [] });
+    }
+  });
+
+  it('several stored files, and a file still being written when the deny came', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      const got = await upload('/docs', [
+        filePart('docs', `a-${i}.txt`, 'a'),
+        filePart('docs', `b-${i}.bin`, randomBytes(512 * 1024)),
+        filePart('docs', '../denied.bin'),
+      ]);
+      expect(got).toEqual({ status: 403, disk: [] });
+    }
+  });
+});
+
+describe('a deny multer no longer takes (it is aborting with its own error)', () => {
+  it('is answered all the same, once multer calls back', async () => {
+    const got = await upload('/one', [fieldPart('x', 'y'), filePart('doc', '../denied.bin')]);
+    expect(got).toEqual({ status: 403, disk: [] });
+    expect(errors.calls).toEqual([]);
+  });
+});
