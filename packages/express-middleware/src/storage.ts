@@ -205,6 +205,15 @@ function inTurn<T>(req: Request, store: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * Settles once every store this request began here has, its cleanup
+ * included. multer calls back without waiting for a store whose part's
+ * stream failed (a body cut inside it), which may still be opening the file.
+ */
+export function storesSettled(req: Request): Promise<unknown> {
+  return lastStore.get(req) ?? Promise.resolve();
+}
+
+/**
  * multer storage that writes each file exactly where pathgate checked it
  * (`file.pathgatePath`). multer's diskStorage would follow symlinks and
  * overwrite. A race remains between the directory walk and the open (Node

@@ -7,6 +7,7 @@ import type { Settings } from './options.js';
 import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
+import { storesSettled } from './storage.js';
 
 const SKIP: FileDecision = { kind: 'skip' };
 
@@ -211,7 +212,7 @@ export class Upload {
   /**
    * An enforced deny of a file part: settled now (no later part is
    * decided), answered once multer's abort has removed the files it stored
-   * (and finished those still being written), so a client that looks right
+   * and this request's stores have settled, so a client that looks right
    * after the 403 finds none of them. Returns the error to abort with.
    */
   private denyOnceRemoved(denial: PathDenial, route: RouteState | undefined): PathgateDeniedError {
@@ -219,7 +220,7 @@ export class Upload {
     const answer = () => {
       if (this.pending !== answer) return;
       this.pending = undefined;
-      this.deny(denial, route);
+      void storesSettled(this.parts.req).then(() => this.deny(denial, route));
     };
     this.pending = answer;
     return onceRemoved(new PathgateDeniedError(denial), answer);
@@ -234,10 +235,11 @@ export class Upload {
     }
     // After our answer, multer's late error must not reach the app (finalhandler would cut the socket).
     if (this.settled) return;
-    const { next, routes } = this.parts;
+    const { req, next, routes } = this.parts;
     if (error) {
       this.settled = true;
-      next(withClientStatus(error));
+      // multer does not wait for a store whose part failed (a body cut inside it): the disk first.
+      void storesSettled(req).then(() => next(withClientStatus(error)));
     } else if (routes.length === 0) next();
     else this.finishRoutes(routes);
   }

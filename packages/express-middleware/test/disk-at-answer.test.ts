@@ -6,6 +6,7 @@ import express from 'express';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
 import {
+  BOUNDARY,
   countingErrorHandler,
   fieldPart,
   filePart,
@@ -17,9 +18,10 @@ import {
   tempRoot,
 } from './helpers.js';
 
-// A refused upload leaves the disk as it was, and already so when the answer
-// reaches the client: the disk is read in the client's 'response' event,
-// with no wait. What multer stored is removed before the 403 goes out.
+// A refused or cut upload leaves the disk as it was, and already so when the
+// answer reaches the client: the disk is read in the client's 'response'
+// event, with no wait. What multer stored is removed before the 403, and the
+// file the storage was opening for a cut part is gone before the 400.
 
 let root: string;
 let removeRoot: () => void;
@@ -92,6 +94,11 @@ function post(path: string, body: Buffer | string): Promise<Answered> {
 
 const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart(parts));
 
+/** A file part whose body the request ends inside: no closing boundary. */
+const cut = (field: string, name: string) =>
+  `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${name}"\r\n` +
+  'Content-Type: application/octet-stream\r\n\r\npart of it';
+
 const RUNS = 20;
 
 describe('a file part denied after an allowed one was stored', () => {
@@ -122,5 +129,13 @@ describe('a deny multer no longer takes (it is aborting with its own error)', ()
     const got = await upload('/one', [fieldPart('x', 'y'), filePart('doc', '../denied.bin')]);
     expect(got).toEqual({ status: 403, disk: [] });
     expect(errors.calls).toEqual([]);
+  });
+});
+
+describe('a body cut inside a file part', () => {
+  it('the 400 comes once the file the storage was opening is gone', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      expect(await post('/docs', cut('docs', `cut-${i}.txt`))).toEqual({ status: 400, disk: [] });
+    }
   });
 });
