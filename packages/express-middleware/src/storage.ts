@@ -8,6 +8,7 @@ import { readOwn } from '@pathgate/core';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.js';
+import { foldersMadeBy, onceMoreIfGone, removeEmptyFolders } from './folders.js';
 
 export interface DiskStorageOptions {
   /** Replace an existing file (still never through a symlink). Default `false`: an existing target is a 409. */
@@ -62,9 +63,9 @@ const PATH_MAX = 4096;
  * root, refusing any component that is a symlink or not a directory
  * (`mkdir -p` would follow a planted link out of the root). A name or a path
  * too long for the file system is refused first, so no empty directory is
- * left for it.
+ * left for it. Answers the directories it made, the shallowest first.
  */
-async function ensureParent(root: string, target: string): Promise<void> {
+async function ensureParent(root: string, target: string): Promise<string[]> {
   // A path another gate's policy checked, under another root: the walk below
   // could not vouch for its directories (a server misconfiguration: a 500).
   if (root !== '/' && !target.startsWith(`${root}/`)) {
@@ -79,11 +80,13 @@ async function ensureParent(root: string, target: string): Promise<void> {
     throw refuse(NAME_TOO_LONG);
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
+  const made: string[] = [];
   let current = root === '/' ? '' : root;
   for (const segment of below) {
     current = `${current}/${segment}`;
     try {
       await mkdir(current);
+      made.push(current);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -91,6 +94,7 @@ async function ensureParent(root: string, target: string): Promise<void> {
       throw refuse(NOT_A_DIRECTORY);
     }
   }
+  return made;
 }
 
 /** Creates `path` for writing: a file of our own, never an existing one, never through a symlink. */
@@ -98,14 +102,18 @@ function createFile(path: string): Promise<FileHandle> {
   return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666);
 }
 
+/** The file a part is written to, created (see `createFile`): its target, or a temporary sibling. */
+interface Created {
+  readonly path: string;
+  readonly handle: FileHandle;
+}
+
 /**
- * Writes the stream to a new file at `path` (see `createFile`). Piped, not
- * `pipeline`d: a write error must not destroy the part's stream, or multer
- * would abort with that raw error (a 500) before the storage's refusal
- * reached it.
+ * Writes the stream to the file just created. Piped, not `pipeline`d: a
+ * write error must not destroy the part's stream, or multer would abort
+ * with that raw error (a 500) before the storage's refusal reached it.
  */
-async function writeNew(file: File, path: string): Promise<number> {
-  const handle = await createFile(path);
+async function writeNew(file: File, { path, handle }: Created): Promise<number> {
   // Set before the first byte: multer's abort removes a half-written file by its path.
   file.path = path;
   const out = handle.createWriteStream();
@@ -142,20 +150,29 @@ async function checkReplaceable(target: string): Promise<void> {
 }
 
 /**
+ * Creates the file a part is written to: the target itself, or with
+ * `overwrite` a temporary sibling, once what it would replace is checked.
+ */
+async function createFor(target: string, overwrite: boolean): Promise<Created> {
+  if (!overwrite) return { path: target, handle: await createFile(target) };
+  await checkReplaceable(target);
+  const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
+  return { path, handle: await createFile(path) };
+}
+
+/**
  * Stores the stream at `target`, replacing a file there: written beside it,
  * then renamed over it once complete, so a cut-off, refused or failed upload
  * leaves the old file as it was (and no reader sees a half-written one).
  */
-async function replaceFile(file: File, target: string): Promise<number> {
-  await checkReplaceable(target);
-  const temp = join(dirname(target), `.pathgate-${randomUUID()}.part`);
+async function replaceFile(file: File, target: string, temp: Created): Promise<number> {
   const size = await writeNew(file, temp);
   try {
     // Cut short by multer's fileSize limit: the request fails, and the old file stays.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
-    await rename(temp, target);
+    await rename(temp.path, target);
   } catch (error) {
-    await unlink(temp).catch(() => {});
+    await unlink(temp.path).catch(() => {});
     throw error;
   }
   file.path = target;
@@ -183,6 +200,30 @@ function readOverwrite(options: unknown): boolean {
     fail('option overwrite must be a boolean');
   }
   return overwrite === true;
+}
+
+interface Placement {
+  readonly root: string;
+  readonly target: string;
+  readonly overwrite: boolean;
+}
+
+/**
+ * Stores one part at its target, making the folders on the way (the
+ * request's: `foldersMadeBy`). A failure removes those it left empty.
+ */
+async function store(req: Request, file: File, { root, target, overwrite }: Placement) {
+  const made = foldersMadeBy(req);
+  try {
+    const created = await onceMoreIfGone(async () => {
+      made.push(...(await ensureParent(root, target)));
+      return createFor(target, overwrite);
+    });
+    return overwrite ? await replaceFile(file, target, created) : await writeNew(file, created);
+  } catch (error) {
+    await removeEmptyFolders(made);
+    throw error;
+  }
 }
 
 /** Each request's last store: the next one of that request starts after it. */
@@ -229,10 +270,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         discard(file).then((size) => callback(null, { size }), callback);
         return;
       }
-      inTurn(req, async () => {
-        await ensureParent(root, target);
-        return overwrite ? replaceFile(file, target) : writeNew(file, target);
-      }).then(
+      inTurn(req, () => store(req, file, { root, target, overwrite })).then(
         (size) =>
           callback(null, {
             destination: dirname(target),
@@ -243,15 +281,17 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         (error: unknown) => callback(storageError(error)),
       );
     },
-    _removeFile(_req: Request, file: File, callback) {
+    _removeFile(req: Request, file: File, callback) {
       const { path } = file;
       for (const key of ['destination', 'filename', 'path'] as const)
         delete (file as Partial<File>)[key];
       if (!path) return callback(null);
-      unlink(path).then(
-        () => callback(null),
-        (error: NodeJS.ErrnoException) => callback(error.code === 'ENOENT' ? null : error),
-      );
+      unlink(path)
+        .catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        })
+        .then(() => removeEmptyFolders(foldersMadeBy(req)))
+        .then(() => callback(null), callback);
     },
   };
 }

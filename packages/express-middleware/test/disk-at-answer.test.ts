@@ -20,8 +20,10 @@ import {
 
 // A refused or cut upload leaves the disk as it was, and already so when the
 // answer reaches the client: the disk is read in the client's 'response'
-// event, with no wait. What multer stored is removed before the 403, and the
-// file the storage was opening for a cut part is gone before the 400.
+// event, with no wait. What multer stored is removed before the 403, the
+// file the storage was opening for a cut part is gone before the 400, and so
+// are the folders the failed upload made (never one that was there before,
+// one another upload uses, nor a successful upload's).
 
 let root: string;
 let removeRoot: () => void;
@@ -137,5 +139,60 @@ describe('a body cut inside a file part', () => {
     for (let i = 0; i < RUNS; i++) {
       expect(await post('/docs', cut('docs', `cut-${i}.txt`))).toEqual({ status: 400, disk: [] });
     }
+  });
+});
+
+describe('the folders a failed upload made', () => {
+  it('a body cut inside a file to a deep name: none left', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      expect(await post('/docs', cut('docs', `deep-${i}/a/b/c/cut.bin`))).toEqual({
+        status: 400,
+        disk: [],
+      });
+    }
+  });
+
+  it('a file stored in new folders, then a denied part: the folders go with it', async () => {
+    const got = await upload('/docs', [
+      filePart('docs', 'new/a/good.bin'),
+      filePart('docs', 'new/b/good.bin'),
+      filePart('docs', '../denied.bin'),
+    ]);
+    expect(got).toEqual({ status: 403, disk: [] });
+  });
+
+  it("a second file over multer's limit: the first one's folders go too", async () => {
+    const got = await upload('/one', [
+      filePart('doc', 'x/y/one.bin'),
+      filePart('doc', 'x/two.bin'),
+    ]);
+    expect(got).toEqual({ status: 413, disk: [] });
+  });
+
+  it('a folder that was there before stays', async () => {
+    mkdirSync(join(root, 'uploads', 'kept'));
+    const got = await post('/docs', cut('docs', 'kept/new/cut.bin'));
+    expect(got).toEqual({ status: 400, disk: ['kept/'] });
+  });
+
+  it('a successful upload keeps its folders', async () => {
+    const got = await upload('/docs', [filePart('docs', 'made/deep/ok.bin')]);
+    expect(got).toEqual({ status: 201, disk: ['made/', 'made/deep/', 'made/deep/ok.bin'] });
+  });
+
+  it('an upload beside a failing one, to the same new folder, is stored', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      const [failed, stored] = await Promise.all([
+        post('/docs', cut('docs', `both-${i}/a/cut.bin`)),
+        upload('/docs', [filePart('docs', `both-${i}/a/ok.bin`)]),
+      ]);
+      expect([failed.status, stored.status]).toEqual([400, 201]);
+    }
+    const kept = Array.from({ length: RUNS }, (_, i) => [
+      `both-${i}/`,
+      `both-${i}/a/`,
+      `both-${i}/a/ok.bin`,
+    ]);
+    expect(disk()).toEqual(kept.flat().sort());
   });
 });
