@@ -277,5 +277,7 @@ describe.each(EXAMPLES)('$name example: a body cut inside a file', (example) => 
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(snapshot(app.root).sort()).toEqual(answered);
     expect(answered.some((entry) => entry.includes('cut.txt'))).toBe(false);
+    // Nor the folders the upload made.
+    expect(readdirSync(join(app.root, 'uploads'))).not.toContain('d0');
   });
 });

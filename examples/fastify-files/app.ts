@@ -1,20 +1,12 @@
 // The file API on Fastify. Each route declares its paths in `config.pathgate`;
 // pathgate checks them before the handler runs (a deny is a 403 and the handler
 // never runs), and the handlers use only the canonical paths it checked.
-import { unlink } from 'node:fs/promises';
 import multipart from '@fastify/multipart';
 import { denyBody, resolveSymlinks } from '@pathgate/core';
 import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { checkedPath } from '../shared/checked.js';
-import {
-  FileApiError,
-  listDir,
-  moveFile,
-  openFile,
-  removeFile,
-  saveUpload,
-} from '../shared/files.js';
+import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '../shared/files.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
@@ -75,21 +67,20 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     async (request, reply) => {
       // Each part's filename is checked before a byte of it is read: a denied
       // one throws PathgateDeniedError here, and nothing of it is written.
-      const stored: string[] = [];
+      const uploads = new Uploads();
       let size = 0;
       try {
         for await (const part of request.files()) {
           const target = part.pathgatePath;
           if (target === undefined) throw new Error('a file part pathgate did not check');
-          size = await saveUpload(part.file, target);
-          stored.push(target);
+          size = await uploads.save(part.file, target);
         }
       } catch (error) {
-        // A later part failed (a second file, a malformed body): keep none of the request.
-        await Promise.all(stored.map((path) => unlink(path).catch(() => {})));
+        // A part failed (cut, too large, a second file): keep none of the request, nor its folders.
+        await uploads.discard();
         throw error;
       }
-      const [target] = stored;
+      const [target] = uploads.stored;
       if (target === undefined) throw new FileApiError(400, 'no file');
       return reply.code(201).send({ uploaded: shown(target), size });
     },

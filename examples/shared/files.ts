@@ -2,7 +2,16 @@
 // canonicalized and checked by pathgate already: they use it as given.
 import { randomUUID } from 'node:crypto';
 import { constants, type ReadStream } from 'node:fs';
-import { link, lstat, mkdir, open, readdir, unlink } from 'node:fs/promises';
+import {
+  type FileHandle,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  rmdir,
+  unlink,
+} from 'node:fs/promises';
 import { dirname, extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -40,12 +49,25 @@ function clientError(error: unknown): never {
   throw error;
 }
 
-/** Creates the parent folders of `path`; a parent that is a file is the client's mistake. */
-async function makeParents(path: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'EEXIST' || error.code === 'ENOTDIR') throw parentNotAFolder();
-    clientError(error);
-  });
+/**
+ * Creates the parent folders of `path`; answers the ones it made, the
+ * shallowest first. Errors as the file system gives them (`parentError`).
+ */
+async function makeParents(path: string): Promise<string[]> {
+  const parent = dirname(path);
+  const first = await mkdir(parent, { recursive: true });
+  if (first === undefined) return [];
+  const made = [first];
+  for (const name of parent.slice(first.length).split('/').filter(Boolean)) {
+    made.push(`${made.at(-1)}/${name}`);
+  }
+  return made;
+}
+
+/** Making a parent failed: one that is a file is the client's mistake. */
+function parentError(error: NodeJS.ErrnoException): never {
+  if (error.code === 'EEXIST' || error.code === 'ENOTDIR') throw parentNotAFolder();
+  return clientError(error);
 }
 
 const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
@@ -107,7 +129,7 @@ export async function openFile(path: string): Promise<Download> {
 export async function moveFile(from: string, to: string): Promise<void> {
   const info = await lstat(from).catch(clientError);
   if (!info.isFile()) throw new FileApiError(400, 'not a file');
-  await makeParents(to);
+  await makeParents(to).catch(parentError);
   await link(from, to).catch(clientError);
   await unlink(from);
 }
@@ -122,22 +144,57 @@ export async function removeFile(path: string): Promise<void> {
 export type UploadStream = Readable & { truncated?: boolean };
 
 /**
- * Stores an upload at `target`: streamed into a temporary sibling, then linked
- * into place once complete, so a cut-off or failed upload never appears and an
- * existing file is never replaced (409). Answers the size written.
+ * One request's uploads, stored one after another and taken back together
+ * when a later part fails: the files, then the folders they made.
  */
-export async function saveUpload(file: UploadStream, target: string): Promise<number> {
-  await makeParents(target);
-  const temp = join(dirname(target), `.upload-${randomUUID()}.part`);
-  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
-  const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
-  try {
-    const out = handle.createWriteStream();
-    await pipeline(file, out).catch(clientError);
-    if (file.truncated) throw new FileApiError(413, 'file too large');
-    await link(temp, target).catch(clientError);
-    return out.bytesWritten;
-  } finally {
-    await unlink(temp).catch(() => {});
+export class Uploads {
+  /** The targets stored so far, in order. */
+  readonly stored: string[] = [];
+  private readonly folders: string[] = [];
+
+  /**
+   * Stores an upload at `target`: streamed into a temporary sibling, then
+   * linked into place once complete, so a cut-off or failed upload never
+   * appears and an existing file is never replaced (409). Answers the size
+   * written. On failure, call `discard`.
+   */
+  async save(file: UploadStream, target: string): Promise<number> {
+    const temp = join(dirname(target), `.upload-${randomUUID()}.part`);
+    const handle = await this.createBeside(temp);
+    try {
+      const out = handle.createWriteStream();
+      await pipeline(file, out).catch(clientError);
+      if (file.truncated) throw new FileApiError(413, 'file too large');
+      await link(temp, target).catch(clientError);
+      this.stored.push(target);
+      return out.bytesWritten;
+    } finally {
+      await unlink(temp).catch(() => {});
+    }
+  }
+
+  /** Removes what was stored, then the folders made for it that are empty (not another upload's). */
+  async discard(): Promise<void> {
+    await Promise.all(this.stored.map((path) => unlink(path).catch(() => {})));
+    const deepestFirst = [...this.folders].sort((a, b) => b.length - a.length);
+    for (const folder of deepestFirst) await rmdir(folder).catch(() => {});
+  }
+
+  /**
+   * Makes the folders and creates the temporary file; once more if a
+   * folder on the way is gone (a failed upload beside this one removed it,
+   * empty until this file is created in it).
+   */
+  private createBeside(temp: string): Promise<FileHandle> {
+    const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
+    const attempt = async () => {
+      this.folders.push(...(await makeParents(temp)));
+      return open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+    };
+    const again = (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      return attempt();
+    };
+    return attempt().catch(again).catch(parentError);
   }
 }

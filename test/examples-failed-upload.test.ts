@@ -1,0 +1,88 @@
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLES, postFiles, type Running, type Sent, send, start } from './examples.js';
+
+// A cut or refused upload to a deep name leaves no folder of its own behind,
+// already when the answer arrives (the disk is read at once, no wait): only
+// the folders it made go, never one that was there before, and a successful
+// upload beside it, to the same new folder, is stored all the same.
+
+const B = 'pathgate-failed-upload';
+
+/** A body that ends inside the file part of `name`: no closing boundary. */
+const cut = (name: string): Sent => ({
+  method: 'POST',
+  path: '/api/upload',
+  headers: { 'content-type': `multipart/form-data; boundary=${B}` },
+  body: `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\npart of it`,
+});
+
+const upload = (...names: string[]) =>
+  postFiles('/api/upload', ...names.map((name): [string, string, string] => ['file', name, 'x']));
+
+describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails', (example) => {
+  let app: Running;
+  beforeAll(async () => {
+    app = await start(example);
+  });
+  afterAll(() => app.stop());
+
+  /** The entries below uploads/ that start with `prefix` (folders end in `/`), sorted. */
+  const disk = (prefix: string) => {
+    const dir = join(app.root, 'uploads');
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .map((entry) => {
+        const path = join(entry.parentPath, entry.name).slice(dir.length + 1);
+        return entry.isDirectory() ? `${path}/` : path;
+      })
+      .filter((path) => path.startsWith(prefix))
+      .sort();
+  };
+
+  /** The answer's status, and the disk below `uploads/<prefix>` read right when it arrived. */
+  const sent = async (what: Sent, prefix: string) => {
+    const got = await send(app.port, what);
+    return { status: got.status, disk: disk(prefix) };
+  };
+
+  it('a body cut inside the file: no folder left', async () => {
+    expect(await sent(cut('cut/a/b/c/file.bin'), 'cut')).toEqual({ status: 400, disk: [] });
+  });
+
+  it('a second file after one stored in new folders: neither the file nor its folders', async () => {
+    const got = await sent(upload('two/a/one.bin', 'two/b/two.bin'), 'two');
+    expect(got).toEqual({ status: 413, disk: [] });
+  });
+
+  it('a file over the size limit: no folder left', async () => {
+    const big = postFiles('/api/upload', ['file', 'big/a/b.bin', 'x'.repeat(11 << 20)]);
+    expect(await sent(big, 'big')).toEqual({ status: 413, disk: [] });
+  });
+
+  it('a folder that was there before stays', async () => {
+    mkdirSync(join(app.root, 'uploads', 'was'));
+    expect(await sent(cut('was/new/file.bin'), 'was')).toEqual({
+      status: 400,
+      disk: ['was/'],
+    });
+  });
+
+  it('a successful upload keeps its folders', async () => {
+    expect(await sent(upload('ok/a/file.bin'), 'ok')).toEqual({
+      status: 201,
+      disk: ['ok/', 'ok/a/', 'ok/a/file.bin'],
+    });
+  });
+
+  it('an upload beside a failing one, to the same new folder, is stored', async () => {
+    for (let i = 0; i < 20; i++) {
+      const [failed, stored] = await Promise.all([
+        send(app.port, cut(`both-${i}/a/cut.bin`)),
+        send(app.port, upload(`both-${i}/a/ok.bin`)),
+      ]);
+      expect([failed.status, stored.status]).toEqual([400, 201]);
+      expect(disk(`both-${i}/`)).toEqual([`both-${i}/`, `both-${i}/a/`, `both-${i}/a/ok.bin`]);
+    }
+  });
+});
