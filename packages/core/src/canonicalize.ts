@@ -1,3 +1,4 @@
+import { toNfc } from './nfc.js';
 import { readOwn } from './own-key.js';
 import { joinSegments } from './segments.js';
 
@@ -47,7 +48,7 @@ export function readText(value: unknown): string | { reason: CanonicalizeFailure
   // 3. a lone surrogate has no UTF-8 form: the file system would see U+FFFD
   if (!value.isWellFormed()) return { reason: 'invalid-unicode' };
   // 4. NFC, so NFD look-alikes of one name compare equal (ASCII is already NFC)
-  return value.normalize('NFC');
+  return toNfc(value);
 }
 
 /** The root of everything, the base of absolute values. */

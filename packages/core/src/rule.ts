@@ -1,5 +1,6 @@
 import { type CompiledGlob, compileGlob } from './glob-compile.js';
 import { GlobSyntaxError } from './glob-parse.js';
+import { toNfc } from './nfc.js';
 
 /** A rule of `permissions.fs`, compiled: `[r:|rw:]<glob>` → mode, literal roots, matchers. */
 export interface CompiledRule {
@@ -40,7 +41,7 @@ function checkGlobText(glob: string): string {
   if (glob.startsWith('!')) {
     throw new GlobSyntaxError('a leading "!" is not supported: the allowlist has no negation');
   }
-  return glob.normalize('NFC');
+  return toNfc(glob);
 }
 
 function isPrefixOf(root: readonly string[], segments: readonly string[]): boolean {
