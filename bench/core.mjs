@@ -37,6 +37,10 @@ const LONG = requestString(longPath(500));
 // most routes see, decided on the text itself (packages/core/src/prefix-rules.ts).
 const PLAIN = requestString('d42/sub3/quarterly-report.txt');
 const SAMPLES = { match: MATCH, miss: MISS, long: LONG, plain: PLAIN };
+// Combining marks out of canonical order, 1,000 then 2,000 of them: doubling the
+// run should double the cost (String#normalize alone reorders them in quadratic time).
+const MARKS_1K = requestString(marksPath(1000));
+const MARKS_2K = requestString(marksPath(2000));
 const DIRECTORY_RULES = ['./d42/**', 'rw:./uploads/*', './public/**'];
 
 // Present in every policy, so every size answers the sample paths alike.
@@ -47,6 +51,11 @@ let sink = 0; // every batch adds its results here so V8 cannot drop the calls
 /** A fresh, flat, non-internalized copy of `text`, like a string decoded from a request. */
 function requestString(text) {
   return Buffer.from(text, 'utf8').toString('utf8');
+}
+
+/** A file name of `count` marks, each U+0323 after every U+0301: the order ICU moves most. */
+function marksPath(count) {
+  return `d42/sub3/a${'\u0301'.repeat(count / 2)}${'\u0323'.repeat(count / 2)}.txt`;
 }
 
 /** A relative path whose canonical form is exactly `length` characters: ~50 segments below d42/deep. */
@@ -148,6 +157,12 @@ function validate(fixtures) {
   if (plain.outcome !== 'allow' || plain.path !== floor(PLAIN)) {
     throw new Error(`directory rules, ${PLAIN}: checkFs ${plain.outcome}, want allow`);
   }
+  for (const p of [MARKS_1K, MARKS_2K]) {
+    const result = checkFs(directoryPolicy, p, 'read');
+    if (result.outcome !== 'allow' || result.path !== floor(p.normalize('NFC'))) {
+      throw new Error(`directory rules, ${p.length} marks: checkFs ${result.outcome}, want allow`);
+    }
+  }
   const expected = { [MATCH]: 'allow', [MISS]: 'path-not-in-allowlist', [LONG]: 'allow' };
   for (const { size, policy, matchers } of fixtures) {
     for (const [p, want] of Object.entries(expected)) {
@@ -189,6 +204,8 @@ function makeVariants(fixtures) {
   add('checkFs/long', 'checkFs', largest.size, 'long', checkLoop(largest.policy, LONG));
   const dirs = `${DIRECTORY_RULES.length} dirs`;
   add('checkFs/dirs/plain', 'checkFs', dirs, 'plain', checkLoop(directoryPolicy, PLAIN));
+  add('checkFs/dirs/marks1k', 'checkFs', dirs, 'marks1k', checkLoop(directoryPolicy, MARKS_1K));
+  add('checkFs/dirs/marks2k', 'checkFs', dirs, 'marks2k', checkLoop(directoryPolicy, MARKS_2K));
   return variants;
 }
 
@@ -258,6 +275,12 @@ const RATIOS = [
     num: 'checkFs/dirs/plain',
     den: 'floor/plain',
   },
+  {
+    group: 'marks',
+    id: 'checkFs(2,000 marks)/checkFs(1,000 marks)',
+    num: 'checkFs/dirs/marks2k',
+    den: 'checkFs/dirs/marks1k',
+  },
 ];
 
 // Each goal is judged on the median ratio of every sample path of its group.
@@ -270,6 +293,7 @@ const GOALS = [
     ok: (r) => r >= 5000,
   },
   { group: '500', text: '500-char path under the floor', ok: (r) => r < 1 },
+  { group: 'marks', text: 'twice the marks ≤ 2.5× the cost (linear)', ok: (r) => r <= 2.5 },
 ];
 
 function ratioSummaries(rounds) {
