@@ -38,6 +38,15 @@ function childOf(node: TrieNode, name: string): TrieNode | undefined {
   return undefined;
 }
 
+/** A node's chain: its own entries, if any, before its parent's chain. */
+const chainOf = (node: TrieNode, parent: IndexEntry[][]): IndexEntry[][] =>
+  node.entries.length > 0 ? [node.entries, ...parent] : parent;
+
+/** Rule text order within a node: which rule explains a decision never depends on rule order. */
+const sortEntries = (node: TrieNode): void => {
+  node.entries.sort((a, b) => byRuleText(a.rule, b.rule));
+};
+
 /**
  * A trie from literal-root segments to the rules filed there, so a check
  * looks only at rules whose literal root is the path or one of its parents:
@@ -55,18 +64,29 @@ export class RuleIndex {
     for (const rule of rules) {
       for (const glob of rule.globs) this.nodeAt(glob.literalRoot).entries.push({ rule, glob });
     }
-    this.sort(this.top);
-    this.link(this.top, []);
+    this.finish();
   }
 
-  private link(node: TrieNode, parent: IndexEntry[][]): void {
-    node.chain = node.entries.length > 0 ? [node.entries, ...parent] : parent;
-    node.leaf = node.children.size === 0;
-    if (node.children.size <= SCAN_LIMIT) {
-      node.names = [...node.children.keys()];
-      node.nodes = [...node.children.values()];
+  /**
+   * Sorts and links every node, parents before children, in a loop: a
+   * literal root may be thousands of segments deep, too deep to recurse.
+   */
+  private finish(): void {
+    const order = [this.top];
+    this.top.chain = chainOf(this.top, []);
+    for (let i = 0; i < order.length; i++) {
+      const node = order[i] as TrieNode;
+      sortEntries(node);
+      node.leaf = node.children.size === 0;
+      if (node.children.size <= SCAN_LIMIT) {
+        node.names = [...node.children.keys()];
+        node.nodes = [...node.children.values()];
+      }
+      for (const child of node.children.values()) {
+        child.chain = chainOf(child, node.chain);
+        order.push(child);
+      }
     }
-    for (const child of node.children.values()) this.link(child, node.chain);
   }
 
   /** The node for `segments`, created on the way. */
@@ -81,12 +101,6 @@ export class RuleIndex {
       node = child;
     }
     return node;
-  }
-
-  /** Rule text order within a node: which rule explains a decision never depends on rule order. */
-  private sort(node: TrieNode): void {
-    node.entries.sort((a, b) => byRuleText(a.rule, b.rule));
-    for (const child of node.children.values()) this.sort(child);
   }
 
   /** Whether the path's segments begin with the root's (same strings, so mostly a pointer compare). */

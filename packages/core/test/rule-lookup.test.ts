@@ -87,3 +87,17 @@ describe('rule lookup: the rule a result names', () => {
     }
   });
 });
+
+describe('rule lookup: a literal root thousands of segments deep', () => {
+  // The index is built in a loop, not by recursion: 20,000 nested directories overflowed the stack.
+  it('builds, and finds the rule at the bottom', () => {
+    const deep = 'a/'.repeat(20_000);
+    const p = build([`${deep}*.txt`, 'rw:b/*']);
+    expect(checkFs(p, `${deep}x.txt`, 'read')).toMatchObject({
+      outcome: 'allow',
+      rule: `${deep}*.txt`,
+    });
+    expect(checkFs(p, `${deep}x.bin`, 'read')).toMatchObject({ reason: 'path-not-in-allowlist' });
+    expect(checkFs(p, 'b/x', 'write')).toMatchObject({ outcome: 'allow', rule: 'rw:b/*' });
+  });
+});
