@@ -2,6 +2,7 @@ import { compileRouteGuard, PermissionPolicy } from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import { expect, it } from 'vitest';
+import type { Settings } from '../src/options.js';
 import { Upload } from '../src/upload.js';
 
 // multer sets no limit on files: a client may send a few hundred thousand
@@ -26,6 +27,7 @@ it('hands 300,000 accepted files to req.pathgate, which a spread push cannot', (
     next,
     routes: [{ guard, info, deny: () => false, reportOnly: false }],
     deny: () => false,
+    settings: { reportOnly: false } as Settings,
     storage: {} as StorageEngine,
     onOrphan: () => {},
   });
