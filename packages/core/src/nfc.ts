@@ -16,9 +16,12 @@
  */
 const LONG_MARK_RUNS = /(?:^|\P{M})\p{M}{32,}/gu;
 const MARK = /\p{M}/u;
+/** The cheap first look, for the common value: no 32 marks in a row, nothing for ICU to sort at length. */
+const ANY_LONG_RUN = /\p{M}{32}/u;
 
 /** `text` in NFC: ICU's own answer, without its quadratic case. */
 export function toNfc(text: string): string {
+  if (text.length < 32 || !ANY_LONG_RUN.test(text)) return text.normalize('NFC');
   // Each long run in its canonical decomposition: an equivalent text, so the same NFC.
   let ordered = '';
   let done = 0;
