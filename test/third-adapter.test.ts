@@ -1,0 +1,232 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { denyBody, type PathDenial } from '@pathgate/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAnswer } from './answer.js';
+import {
+  type Apps,
+  BOUNDARY,
+  MULTIPART_TYPE,
+  multipartBody,
+  type Route,
+  type Sent,
+  send,
+  startApps,
+} from './apps.js';
+import { CASES, policy, ROUTES } from './parity-cases.js';
+import { type DenyHook, type NodeGateOptions, type NodeRoute, nodeGate } from './third-adapter.js';
+
+// The core README's promise, "For adapter authors": its exports guard
+// another framework with the same decisions. test/third-adapter.ts is that
+// adapter for plain node:http, written from the docs alone; here it must
+// answer the parity test's requests, and uploads, exactly as the Fastify and
+// Express adapters do, built from one route table.
+
+const TABLE: readonly Route[] = [
+  ...ROUTES,
+  { method: 'POST', url: '/upload', mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] },
+  // Two specs that can both deny: the one each adapter reports must be the same.
+  { method: 'POST', url: '/body-query', mode: 'write', paths: [{ body: 'a' }, { query: 'b' }] },
+  {
+    method: 'POST',
+    url: '/file-query',
+    mode: 'write',
+    paths: [{ file: true, under: 'uploads' }, { query: 'b' }],
+  },
+];
+
+/** Every route answers what pathgate checked, as the other two apps do. */
+const nodeRoutes = (routes: readonly Route[]): NodeRoute[] =>
+  routes.map((route) => ({
+    ...route,
+    handler: (_req, res, info) => {
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ pathgate: info }));
+    },
+  }));
+
+async function listen(options: NodeGateOptions, routes = TABLE): Promise<http.Server> {
+  const server = http.createServer(nodeGate(options, nodeRoutes(routes)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+const portOf = (server: http.Server) => (server.address() as AddressInfo).port;
+
+function close(server: http.Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+const upload = (disposition: string, ...more: string[]): Sent => ({
+  method: 'POST',
+  path: '/upload',
+  headers: { 'content-type': MULTIPART_TYPE },
+  body: multipartBody([disposition, ...more]),
+});
+
+/** One file part of `size` bytes, named `../../server.js`: refused at its headers. */
+function bigUpload(size: number): Sent {
+  const head = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="avatar"; filename="../../server.js"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
+  return {
+    method: 'POST',
+    path: '/upload',
+    headers: { 'content-type': MULTIPART_TYPE },
+    body: Buffer.concat([head, Buffer.alloc(size, 0x61), tail]),
+  };
+}
+
+const UPLOADS: readonly [string, Sent][] = [
+  ['an allowed upload', upload('name="avatar"; filename="a.png"')],
+  ['an upload, leading /', upload('name="avatar"; filename="/a.png"')],
+  ['a traversal filename', upload('name="avatar"; filename="../../server.js"')],
+  ['an undeclared field', upload('name="other"; filename="a.png"')],
+  ['a filename naming a folder', upload('name="avatar"; filename="x/.."')],
+  ['no file part', upload('name="avatar"')],
+  [
+    'two files, the second denied',
+    upload('name="avatar"; filename="a"', 'name="avatar"; filename="../b"'),
+  ],
+  ['a refused 20 MB upload', bigUpload(20e6)],
+  [
+    'body and query both denied',
+    { method: 'POST', path: '/body-query?b=../x', json: '{"a":"../y"}' },
+  ],
+  [
+    'file and query both denied',
+    { ...upload('name="f"; filename="../../a"'), path: '/file-query?b=../x' },
+  ],
+  [
+    'any file, query allowed',
+    { ...upload('name="f"; filename="a"'), path: '/file-query?b=uploads/x' },
+  ],
+];
+
+describe('a node:http guard from the core docs answers as Fastify and Express do', () => {
+  let apps: Apps;
+  let node: http.Server;
+  beforeAll(async () => {
+    apps = await startApps({ policy, routes: TABLE });
+    node = await listen({ policy });
+  });
+  afterAll(async () => {
+    await Promise.all([apps.close(), close(node)]);
+  });
+
+  it.each([...CASES.map(([name, sent]) => [name, sent] as const), ...UPLOADS])(
+    '%s',
+    async (_name, sent) => {
+      const [fromFastify, fromExpress, fromNode] = await Promise.all([
+        send(apps.fastify.port, sent),
+        send(apps.express.port, sent),
+        send(portOf(node), sent),
+      ]);
+      expect(fromExpress).toEqual(fromFastify);
+      expect(fromNode).toEqual(fromFastify);
+    },
+  );
+});
+
+/** One request, with the answer's headers. */
+function request(port: number, sent: Sent) {
+  return new Promise<Awaited<ReturnType<typeof readAnswer>>>((resolve, reject) => {
+    const body = sent.body ?? (sent.json === undefined ? undefined : Buffer.from(sent.json));
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: sent.path,
+      method: sent.method ?? 'GET',
+      headers: {
+        ...(sent.json === undefined ? {} : { 'content-type': 'application/json' }),
+        ...sent.headers,
+        ...(body ? { 'content-length': body.length } : {}),
+      },
+      agent: false,
+    });
+    req.on('response', (res) => readAnswer(res).then(resolve, reject));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the node:http guard', () => {
+  const logged: object[] = [];
+  const denied: PathDenial[] = [];
+  let servers: http.Server[] = [];
+  const start = async (options: { onDeny?: DenyHook; reportOnly?: boolean }) => {
+    const server = await listen({ policy, log: (entry) => logged.push(entry), ...options });
+    servers.push(server);
+    return portOf(server);
+  };
+  afterAll(async () => {
+    await Promise.all(servers.map(close));
+    servers = [];
+  });
+
+  it('refuses an upload mid-body with Connection: close, and the client reads the 403', async () => {
+    const port = await start({});
+    const got = await request(port, bigUpload(20e6));
+    expect(got.status).toBe(403);
+    expect(got.headers.connection).toBe('close');
+    expect(got.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' }));
+  });
+
+  it('keeps the connection of a deny with no body pending', async () => {
+    const port = await start({});
+    const got = await request(port, {
+      path: '/q?path=../x',
+      headers: { connection: 'keep-alive' },
+    });
+    expect(got.status).toBe(403);
+    expect(got.headers.connection).toBe('keep-alive');
+  });
+
+  it('sends what onDeny returns, and the default body when it throws', async () => {
+    const chosen = await start({
+      onDeny: (denial) => {
+        denied.push(denial);
+        return { refused: denial.label };
+      },
+    });
+    expect((await request(chosen, { path: '/q?path=../x' })).json).toEqual({
+      refused: 'query.path',
+    });
+    expect(denied.map((d) => d.reason)).toEqual(['path-not-in-allowlist']);
+
+    const throwing = await start({
+      onDeny: () => {
+        throw new Error('audit sink down');
+      },
+    });
+    const got = await request(throwing, { path: '/q?path=../x' });
+    expect(got.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
+    expect(logged).toContainEqual(expect.objectContaining({ msg: 'pathgate: onDeny failed' }));
+  });
+
+  it('report-only logs every would-be deny and lets the request through', async () => {
+    const port = await start({ reportOnly: true });
+    logged.length = 0;
+    const got = await request(port, {
+      method: 'POST',
+      path: '/move',
+      json: '{"from":"../a","to":"docs/b"}',
+    });
+    expect(got.status).toBe(200);
+    expect(logged).toEqual([
+      { msg: 'pathgate: would deny', reason: 'path-not-in-allowlist', label: 'body.from' },
+      { msg: 'pathgate: would deny', reason: 'mode-not-permitted', label: 'body.to' },
+    ]);
+  });
+
+  it('refuses bad options and a route without its param at build time', () => {
+    expect(() => nodeGate({ policy, lingerMS: 5 } as unknown as NodeGateOptions, [])).toThrow(
+      /^pathgate: /,
+    );
+    const route: Route = { method: 'GET', url: '/doc', mode: 'read', paths: [{ params: 'name' }] };
+    expect(() => nodeGate({ policy }, nodeRoutes([route]))).toThrow(/no route parameter name/);
+  });
+});
