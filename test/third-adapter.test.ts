@@ -87,6 +87,7 @@ const UPLOADS: readonly [string, Sent][] = [
   ['an undeclared field', upload('name="other"; filename="a.png"')],
   ['a filename naming a folder', upload('name="avatar"; filename="x/.."')],
   ['no file part', upload('name="avatar"')],
+  ['JSON, not multipart', { method: 'POST', path: '/upload', json: '{"avatar":"a.png"}' }],
   [
     'two files, the second denied',
     upload('name="avatar"; filename="a"', 'name="avatar"; filename="../b"'),

@@ -6,6 +6,7 @@ import type {
 } from 'node:http';
 import {
   type AdapterOptions,
+  type CheckedFile,
   compileRouteGuard,
   denyBody,
   type FsAccessMode,
@@ -53,6 +54,9 @@ interface Compiled extends NodeRoute {
 
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
 const JSON_LIMIT = 1024 * 1024;
+const MULTIPART = /^multipart\/form-data\b/i;
+
+type Received = Pick<CheckedFile, 'field'>[];
 
 /** `/doc/:name` → a regex over the raw path, and its param names in order. */
 function compilePattern(url: string): { pattern: RegExp; names: string[] } {
@@ -173,12 +177,23 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
   };
   const check = (x: Exchange, sources?: readonly PathSource[]) =>
     passes(x, x.route.guard.checkRequest(x.values, x.info, sources, x.denials));
+  /** The values, then whether each required file came (none can, but in a multipart body). */
+  const finish = (x: Exchange, sources: readonly PathSource[] | undefined, received: Received) => {
+    if (check(x, sources) && passes(x, x.route.guard.checkMissingFiles(received))) {
+      x.route.handler(x.req, x.res, x.info);
+    }
+  };
 
   /** Multipart: each file's name is checked before its bytes are read; fields are the body. */
   const readParts = (x: Exchange) => {
-    const parser = busboy({ headers: x.req.headers, preservePath: true });
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: x.req.headers, preservePath: true });
+    } catch {
+      return refuse(x, 400, 'bad multipart content type');
+    }
     const fields: Record<string, string> = {};
-    const received: { field: string }[] = [];
+    const received: Received = [];
     parser.on('field', (name, value) => setOwn(fields, name, value));
     parser.on('file', (field, stream, { filename }) => {
       stream.resume(); // nothing is stored: a real adapter writes to the checked path
@@ -197,7 +212,7 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
     parser.on('close', () => {
       if (x.res.headersSent) return;
       x.values.body = fields;
-      if (check(x, ['body']) && passes(x, x.route.guard.checkMissingFiles(received))) handle(x);
+      finish(x, ['body'], received);
     });
     parser.on('error', () => x.res.headersSent || refuse(x, 400, 'bad multipart body'));
     x.req.pipe(parser);
@@ -209,13 +224,11 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
     (json ? readJson(x.req) : Promise.resolve(undefined)).then(
       (body) => {
         x.values.body = body;
-        if (check(x)) handle(x);
+        finish(x, undefined, []);
       },
       (error: { status: number; message: string }) => refuse(x, error.status, error.message),
     );
   };
-
-  const handle = (x: Exchange) => x.route.handler(x.req, x.res, x.info);
 
   return (req, res) => {
     const url = req.url ?? '/';
@@ -234,10 +247,10 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
       info: route.guard.newInfo(),
       denials: settings.reportOnly ? [] : undefined,
     };
-    if (route.guard.expectsFiles) {
+    if (route.guard.expectsFiles && MULTIPART.test(req.headers['content-type'] ?? '')) {
       // Params, query and headers before the parts: a deny refuses the upload unread.
       if (check(x, BEFORE_BODY)) readParts(x);
-    } else if (route.readsBody) readBody(x);
-    else if (check(x)) handle(x);
+    } else if (route.readsBody || route.guard.expectsFiles) readBody(x);
+    else finish(x, undefined, []);
   };
 }
