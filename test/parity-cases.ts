@@ -35,6 +35,13 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', url: '/deep', mode: 'write', paths: [{ body: ['files', 0, 'path'] }] },
   { method: 'POST', url: '/under', mode: 'write', paths: [{ body: 'name', under: 'uploads' }] },
   { method: 'POST', url: '/list', mode: 'write', paths: [{ body: 'paths' }] },
+  // A file and a value: the values are checked first, then whether a required file came.
+  {
+    method: 'POST',
+    url: '/file-and-body',
+    mode: 'write',
+    paths: [{ file: 'f', under: 'uploads' }, { body: 'd' }],
+  },
 ];
 
 /** A request, and what both apps must answer: allowed, or denied with this reason and label. */
@@ -163,4 +170,14 @@ export const CASES: readonly Case[] = [
   ],
   ['empty list', post('/list', '{"paths":[]}'), ['missing-path', 'body.paths']],
   ['index past the end', post('/deep', '{"files":[]}'), ['missing-path', 'body.files.0.path']],
+  [
+    'no file, and a denied value',
+    post('/file-and-body', '{"d":"../x"}'),
+    ['path-not-in-allowlist', 'body.d'],
+  ],
+  [
+    'no file, the value allowed',
+    post('/file-and-body', '{"d":"uploads/x"}'),
+    ['missing-path', 'file f'],
+  ],
 ];

@@ -52,19 +52,18 @@ function checkValues(
   denials: PathDenial[] | undefined,
 ): GuardResult {
   const { guard } = state;
-  if (guard.expectsFiles) {
-    const files = checkFiles(request, state);
-    if (!files.ok) {
-      if (denials === undefined) return files;
-      denials.push(files.denial);
-    }
-  }
   const result = guard.checkRequest(request, state.info, undefined, denials);
-  const unread = result.ok ? unreadBody(request, guard) : undefined;
-  if (unread === undefined) return result;
-  if (denials === undefined) return { ok: false, denial: unread };
-  // A required body spec was already reported missing: one report per spec.
-  if (!denials.some((d) => d.label === unread.label)) denials.push(unread);
+  if (!result.ok) return result;
+  const unread = unreadBody(request, guard);
+  if (unread !== undefined) {
+    if (denials === undefined) return { ok: false, denial: unread };
+    // A required body spec was already reported missing: one report per spec.
+    if (!denials.some((d) => d.label === unread.label)) denials.push(unread);
+  }
+  // Then the files, as the core's order and the Express adapter have it.
+  const files = guard.expectsFiles ? checkFiles(request, state) : result;
+  if (files.ok || denials === undefined) return files;
+  denials.push(files.denial);
   return result;
 }
 
