@@ -287,8 +287,9 @@ export class RouteGuard {
   /**
    * Checks every declared value of params, query, body and headers; records
    * allowed paths in `info`. With `sources`, only the specs of those sources
-   * are checked: an adapter can check params, query and headers before the
-   * body is read, then everything once it is parsed. With `denials`
+   * are checked: on a multipart request, an adapter checks params, query and
+   * headers before the upload is read, and the body once its fields are
+   * (README, "For adapter authors", for the order). With `denials`
    * (report-only mode), a deny stops nothing: it is added there, every other
    * spec is still checked and recorded, and the result is ok.
    *
