@@ -25,6 +25,12 @@ import { type DenyHook, type NodeGateOptions, type NodeRoute, nodeGate } from '.
 const TABLE: readonly Route[] = [
   ...ROUTES,
   { method: 'POST', url: '/upload', mode: 'write', paths: [{ file: 'avatar', under: 'uploads' }] },
+  {
+    method: 'POST',
+    url: '/maybe',
+    mode: 'write',
+    paths: [{ file: 'f', under: 'uploads', optional: true }],
+  },
   // Two specs that can both deny: the one each adapter reports must be the same.
   { method: 'POST', url: '/body-query', mode: 'write', paths: [{ body: 'a' }, { query: 'b' }] },
   {
@@ -101,6 +107,7 @@ const UPLOADS: readonly [string, Sent][] = [
     'file and query both denied',
     { ...upload('name="f"; filename="../../a"'), path: '/file-query?b=../x' },
   ],
+  ['an optional file left empty', { ...upload('name="f"; filename=""'), path: '/maybe' }],
   [
     'any file, query allowed',
     { ...upload('name="f"; filename="a"'), path: '/file-query?b=uploads/x' },
@@ -220,6 +227,16 @@ describe('the node:http guard', () => {
     expect(logged).toEqual([
       { msg: 'pathgate: would deny', reason: 'path-not-in-allowlist', label: 'body.from' },
       { msg: 'pathgate: would deny', reason: 'mode-not-permitted', label: 'body.to' },
+    ]);
+  });
+
+  it('report-only: a denied file is reported once, not as missing too', async () => {
+    const port = await start({ reportOnly: true });
+    logged.length = 0;
+    const got = await request(port, upload('name="avatar"; filename="../../server.js"'));
+    expect(got.json).toEqual({ pathgate: expect.objectContaining({ files: [] }) });
+    expect(logged).toEqual([
+      { msg: 'pathgate: would deny', reason: 'path-not-in-allowlist', label: 'file avatar' },
     ]);
   });
 

@@ -198,15 +198,15 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
     parser.on('file', (field, stream, { filename }) => {
       stream.resume(); // nothing is stored: a real adapter writes to the checked path
       const result = x.route.guard.checkFile(field, filename);
-      if (result.ok) {
-        if (result.file) x.info.files.push(result.file);
-        if (result.file) received.push(result.file);
-      } else if (x.denials) {
+      if (!result.ok && x.denials) {
         x.denials.push(result.denial); // let through unchecked: reported once, not missing too
         received.push({ field });
-      } else if (!x.res.headersSent) {
+      } else if (!result.ok) {
         x.req.unpipe(parser);
-        deny(x, result.denial);
+        if (!x.res.headersSent) deny(x, result.denial);
+      } else if (result.file) {
+        received.push(result.file); // no file: an optional field's empty file input
+        x.info.files.push(result.file);
       }
     });
     parser.on('close', () => {
