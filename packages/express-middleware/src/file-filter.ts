@@ -29,7 +29,12 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
       if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);
       (cb as (error: Error | null, include?: boolean) => void)(error, include);
     }) as FileFilterCallback;
-    if (userFilter) userFilter(req, file, accept);
-    else accept(null, true);
+    if (!userFilter) return accept(null, true);
+    try {
+      userFilter(req, file, accept);
+    } catch (error) {
+      // Thrown inside busboy's event: uncaught, it would crash the process and leave the request hanging.
+      accept(error as Error);
+    }
   };
 }

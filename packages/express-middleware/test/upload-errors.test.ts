@@ -2,7 +2,7 @@ import express from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
 import { type PathgateMulterOptions, pathgate } from '../src/index.js';
-import { filePart, type RawPart, tempRoot, upload, withServed } from './helpers.js';
+import { filePart, filesUnder, type RawPart, tempRoot, upload, withServed } from './helpers.js';
 
 // What reaches the app's error handler from a gate's multer middleware: a
 // multer limit is a 413, another multer refusal a 400, both exposed (the
@@ -39,7 +39,7 @@ async function uploadTo(
     };
     app.use(record, exposed, internal);
     const res = await withServed(app, (s) => upload(s.port, '/up', parts));
-    return { res, seen };
+    return { res, seen, stored: filesUnder(dir.root) };
   } finally {
     dir.remove();
   }
@@ -101,6 +101,32 @@ describe("the app's own errors pass through untouched", () => {
     expect(seen).toEqual([boom]);
     expect(boom).not.toHaveProperty('expose');
     expect(boom).not.toHaveProperty('status');
+  });
+
+  it('a user fileFilter that throws: its error reaches the error handler, the process goes on', async () => {
+    const boom = new Error('filter bug');
+    const fileFilter: multer.Options['fileFilter'] = () => {
+      throw boom;
+    };
+    const { res, seen } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json]).toEqual([500, { error: 'internal' }]);
+    expect(seen).toEqual([boom]);
+  });
+
+  it('a user fileFilter that throws after calling back: the error still reaches the handler, nothing stored', async () => {
+    const late = new Error('after the callback');
+    const fileFilter: multer.Options['fileFilter'] = (_req, _file, cb) => {
+      cb(null, true);
+      throw late;
+    };
+    const { res, seen, stored } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json]).toEqual([500, { error: 'internal' }]);
+    expect(seen).toEqual([late]);
+    expect(stored).toEqual([]);
   });
 
   it('a storage engine that fails with a string: the error handler gets the string', async () => {
