@@ -63,9 +63,10 @@ const PATH_MAX = 4096;
  * root, refusing any component that is a symlink or not a directory
  * (`mkdir -p` would follow a planted link out of the root). A name or a path
  * too long for the file system is refused first, so no empty directory is
- * left for it. Answers the directories it made, the shallowest first.
+ * left for it. Adds each directory it makes to `made` at once, so those it
+ * made before a failure further down (no inode left) are removed too.
  */
-async function ensureParent(root: string, target: string): Promise<string[]> {
+async function ensureParent(root: string, target: string, made: string[]): Promise<void> {
   // A path another gate's policy checked, under another root: the walk below
   // could not vouch for its directories (a server misconfiguration: a 500).
   if (root !== '/' && !target.startsWith(`${root}/`)) {
@@ -80,7 +81,6 @@ async function ensureParent(root: string, target: string): Promise<string[]> {
     throw refuse(NAME_TOO_LONG);
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
-  const made: string[] = [];
   let current = root === '/' ? '' : root;
   for (const segment of below) {
     current = `${current}/${segment}`;
@@ -94,7 +94,6 @@ async function ensureParent(root: string, target: string): Promise<string[]> {
       throw refuse(NOT_A_DIRECTORY);
     }
   }
-  return made;
 }
 
 /** Creates `path` for writing: a file of our own, never an existing one, never through a symlink. */
@@ -216,7 +215,7 @@ async function store(req: Request, file: File, { root, target, overwrite }: Plac
   const made = foldersMadeBy(req);
   try {
     const created = await onceMoreIfGone(async () => {
-      made.push(...(await ensureParent(root, target)));
+      await ensureParent(root, target, made);
       return createFor(target, overwrite);
     });
     return overwrite ? await replaceFile(file, target, created) : await writeNew(file, created);

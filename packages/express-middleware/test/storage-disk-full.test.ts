@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import type { RequestHandler } from 'express';
 import { describe, expect, it, vi } from 'vitest';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
@@ -38,6 +39,20 @@ describe('the safe disk storage on a full disk', () => {
         expect(next.json).toEqual({ files: ['later.txt'] });
         expect(filesUnder(root)).toEqual(['uploads/later.txt']);
         expect((await request(port, 'GET', '/nothing')).status).toBe(404);
+      },
+    );
+  });
+
+  it('a folder the walk made before the disk refused the next one is removed', async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+        app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), gate.multer().any(), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [filePart('doc', 'made/no-inodes/x.bin', 'x')]);
+        expect([res.status, res.json]).toMatchObject([507, { code: STORAGE_CODES.NO_SPACE }]);
+        expect(readdirSync(root, { recursive: true })).toEqual([]);
       },
     );
   });
