@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import express from 'express';
@@ -8,6 +8,7 @@ import { pathgate } from '../src/index.js';
 import {
   BOUNDARY,
   countingErrorHandler,
+  entriesUnder,
   fieldPart,
   filePart,
   MULTIPART,
@@ -57,15 +58,7 @@ beforeEach(() => {
 });
 
 /** Every entry below uploads/ (folders end in `/`), sorted. */
-function disk(): string[] {
-  const dir = join(root, 'uploads');
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .map((entry) => {
-      const path = join(entry.parentPath, entry.name).slice(dir.length + 1);
-      return entry.isDirectory() ? `${path}/` : path;
-    })
-    .sort();
-}
+const disk = () => entriesUnder(join(root, 'uploads'));
 
 interface Answered {
   status: number;

@@ -19,6 +19,16 @@ export function filesUnder(dir: string): string[] {
     .sort();
 }
 
+/** Every entry below `dir`, relative, folders ending in `/`, sorted. */
+export function entriesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((entry) => {
+      const path = join(entry.parentPath, entry.name).slice(dir.length + 1);
+      return entry.isDirectory() ? `${path}/` : path;
+    })
+    .sort();
+}
+
 export interface Served {
   readonly port: number;
   readonly server: http.Server;

@@ -10,6 +10,7 @@ import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import { type PathgateOptions, pathgate } from '../src/index.js';
 import {
   BOUNDARY,
+  entriesUnder,
   fieldPart,
   filePart,
   MULTIPART,
@@ -193,15 +194,7 @@ function buildApp(root: string, row: Row, seen: Observed) {
 }
 
 /** Every entry below uploads/ (folders end in `/`), sorted. */
-function disk(root: string): string[] {
-  const dir = join(root, 'uploads');
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .map((entry) => {
-      const path = join(entry.parentPath, entry.name).slice(dir.length + 1);
-      return entry.isDirectory() ? `${path}/` : path;
-    })
-    .sort();
-}
+const disk = (root: string) => entriesUnder(join(root, 'uploads'));
 
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
 
