@@ -76,6 +76,7 @@ function customStorage(root: string, kind: 'slow' | 'failing' | 'silent'): Stora
       const path = join(root, 'uploads', basename(file.originalname));
       file.path = path; // as multer's diskStorage: a removal finds it while written
       const out = createWriteStream(path);
+      out.on('error', () => {}); // a write in flight when the part fails: the part's error decides
       file.stream.on('error', () => {
         out.destroy();
         // Its half-written file removed first; 'silent' never calls back, as some engines do.
