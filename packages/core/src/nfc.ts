@@ -23,10 +23,13 @@ const ANY_LONG_RUN = /\p{M}{32}/u;
 export function toNfc(text: string): string {
   if (text.length < 32 || !ANY_LONG_RUN.test(text)) return text.normalize('NFC');
   // Each long run in its canonical decomposition: an equivalent text, so the same NFC.
+  const runs = Array.from(text.matchAll(LONG_MARK_RUNS));
+  // Worked out once for the whole text: thousands of short runs must not each ask ICU again.
+  const tables = tablesOf(runs.map((run) => run[0]));
   let ordered = '';
   let done = 0;
-  for (const { 0: run, index } of text.matchAll(LONG_MARK_RUNS)) {
-    ordered += text.slice(done, index) + orderedDecomposition(run);
+  for (const { 0: run, index } of runs) {
+    ordered += text.slice(done, index) + orderedDecomposition(run, tables);
     done = index + run.length;
   }
   return (done === 0 ? text : ordered + text.slice(done)).normalize('NFC');
@@ -39,14 +42,31 @@ const reorders = (x: string, y: string): boolean => `a${x}${y}`.normalize('NFD')
 const isNonStarter = (c: string): boolean =>
   MARK.test(c) && (reorders(c, '\u0334') || reorders('\u0301', c));
 
-/** Each distinct code point of `text` and its own full decomposition, as code points. */
-function decompositionsOf(text: string): Map<number, number[]> {
+/** A code point's full canonical decomposition, as code points. */
+const decompose = (cp: number): number[] =>
+  Array.from(String.fromCodePoint(cp).normalize('NFD'), (part) => part.codePointAt(0) as number);
+
+/** What ordering runs takes: each code point's decomposition, each non-starter's bucket. */
+interface Tables {
+  readonly decompositions: Map<number, number[]>;
+  readonly ranks: Map<number, number>;
+  /** One per rank; emptied after each run. */
+  readonly buckets: number[][];
+}
+
+/** The tables for `texts`: each distinct code point decomposed once, the ranks sorted once. */
+function tablesOf(texts: readonly string[]): Tables {
   const decompositions = new Map<number, number[]>();
-  for (const c of new Set(text)) {
-    const parts = [...c.normalize('NFD')].map((part) => part.codePointAt(0) as number);
-    decompositions.set(c.codePointAt(0) as number, parts);
+  for (const text of texts) {
+    for (let i = 0; i < text.length; ) {
+      const cp = text.codePointAt(i) as number;
+      i += cp > 0xffff ? 2 : 1;
+      if (!decompositions.has(cp)) decompositions.set(cp, decompose(cp));
+    }
   }
-  return decompositions;
+  const ranks = ranksOf(decompositions);
+  const buckets = Array.from(new Set(ranks.values()), (): number[] => []);
+  return { decompositions, ranks, buckets };
 }
 
 /**
@@ -90,10 +110,8 @@ function fromCodePoints(codePoints: readonly number[]): string {
  * stably sorted by combining class, one bucket per class. Code points are
  * numbers throughout: no string per mark for the collector.
  */
-export function orderedDecomposition(text: string): string {
-  const decompositions = decompositionsOf(text);
-  const ranks = ranksOf(decompositions);
-  const buckets: number[][] = Array.from(new Set(ranks.values()), () => []);
+export function orderedDecomposition(text: string, tables = tablesOf([text])): string {
+  const { decompositions, ranks, buckets } = tables;
   const out: number[] = [];
   for (let i = 0; i < text.length; ) {
     const cp = text.codePointAt(i) as number;

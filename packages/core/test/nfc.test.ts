@@ -354,9 +354,11 @@ describe('NFC (step 4): no text where toNfc leaves String#normalize', () => {
         return handed.reduce((sum, text) => sum + text.length + reorderingWork(text), 0);
       };
       const small = work(20_000);
-      expect({ shape, ratio: work(40_000) / small }).toEqual({
+      // At most linear (ICU's own reordering makes it 4); less where work done once per text dominates.
+      const ratio = work(40_000) / small;
+      expect({ shape, linear: ratio > 1 && ratio <= 2.5 }, String(ratio)).toEqual({
         shape,
-        ratio: expect.closeTo(2, 0),
+        linear: true,
       });
       expect(small / 20_000, shape).toBeLessThan(3_000);
     }
