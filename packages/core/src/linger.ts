@@ -6,8 +6,9 @@
  * which sends RST and makes fast clients see EPIPE instead of the 403. So:
  * send the answer with `Connection: close`, half-close (FIN), read and drop
  * what the client still sends for a bounded time and byte count, then close;
- * requests pipelined behind the refused one are read the same way. HTTP/2 forbids `Connection`, and other streams share the connection: there
- * the request's stream is read the same way, and reset past the limits.
+ * requests pipelined behind the refused one are read the same way. HTTP/2
+ * forbids `Connection`, and other streams share the connection: there the
+ * request's stream is read the same way, and reset past the limits.
  *
  * Node-only and framework-free (duck-typed on IncomingMessage, Socket and
  * Http2Stream); served from `@pathgate/core/http` so the main entry holds
@@ -169,10 +170,10 @@ function refuseLaterRequests(socket: LingeringSocket): void {
  * answer is sent, and send the answer with `Connection: close` (Node then
  * calls `socket.destroySoon()` once the answer is flushed, which this hooks).
  * Requests pipelined behind this one are read and dropped, never handed to
- * the app. Returns whether the header should be set: true on HTTP/1.x (a body that
- * was read whole meanwhile needs no lingering, and a plain close is safe),
- * false on HTTP/2, which forbids it (the stream lingers instead, and the
- * connection stays open).
+ * the app. Returns whether the header should be set: true on HTTP/1.x (a
+ * body that was read whole meanwhile needs no lingering, and a plain close
+ * is safe), false on HTTP/2, which forbids it (the stream lingers instead,
+ * and the connection stays open).
  */
 export function lingerClose(req: LingeringRequest, options: LingerOptions = {}): boolean {
   const ms = options.lingerMs ?? DEFAULT_LINGER_MS;

@@ -32,7 +32,7 @@ export function toNfc(text: string): string {
     ordered += text.slice(done, index) + orderedDecomposition(run, tables);
     done = index + run.length;
   }
-  return (done === 0 ? text : ordered + text.slice(done)).normalize('NFC');
+  return (ordered + text.slice(done)).normalize('NFC');
 }
 
 /** Whether NFD reorders `x` before `y`: both are non-starters and `x` has the higher class. */
