@@ -119,6 +119,22 @@ function keyValue(from: unknown, key: string, segments: boolean): unknown {
   return segments && Array.isArray(value) ? value.join('/') : value;
 }
 
+/**
+ * The value a spec selects. A read that throws (a getter or a proxy in a
+ * parser's output: a lazy parser decoding `%ZZ`) is one value that fails to
+ * canonicalize, as in `selectValues`: a deny, not an error for the framework
+ * to answer with a 500.
+ */
+function readValue(from: unknown, selector: CompiledSelector, segments: boolean): unknown {
+  try {
+    return selector.key === undefined
+      ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
+      : keyValue(from, selector.key, segments);
+  } catch {
+    return undefined;
+  }
+}
+
 export type GuardResult = { ok: true } | { ok: false; denial: PathDenial };
 /**
  * A file part's decision: allowed with its checked path; `file: undefined`
@@ -309,11 +325,7 @@ export class RouteGuard {
       if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as CompiledSelector;
       const segments = this.paramSegments && source === 'params';
-      const from = partOf(request, source);
-      const value =
-        selector.key === undefined
-          ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
-          : keyValue(from, selector.key, segments);
+      const value = readValue(partOf(request, source), selector, segments);
       // The string test first: `===` on a value of unknown type is a builtin call.
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {

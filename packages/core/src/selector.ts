@@ -66,9 +66,18 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
   return current;
 }
 
-/** The values to check: a selected array is checked element by element (holes included). */
+/**
+ * The values to check: a selected array is checked element by element
+ * (holes included). A list with an element whose read throws (an accessor)
+ * is one value that fails to canonicalize.
+ */
 export function selectedValues(value: unknown): readonly unknown[] {
-  return Array.isArray(value) ? Array.from(value) : [value];
+  if (!Array.isArray(value)) return [value];
+  try {
+    return Array.from(value);
+  } catch {
+    return [undefined];
+  }
 }
 
 /**

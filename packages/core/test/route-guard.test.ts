@@ -835,6 +835,45 @@ describe('checkRequest: own properties only', () => {
   });
 });
 
+describe('checkRequest: a read that throws is a failing value, not a throw', () => {
+  const throwing = (): never => {
+    throw new URIError('URI malformed');
+  };
+  const getter = { enumerable: true, get: throwing };
+  const ROWS: readonly (readonly [string, unknown, RequestValues])[] = [
+    ['a key', { query: 'p' }, { query: Object.defineProperty({}, 'p', getter) }],
+    [
+      'an optional key',
+      { query: 'p', optional: true },
+      { query: Object.defineProperty({}, 'p', getter) },
+    ],
+    ['a key list', { body: ['a', 'p'] }, { body: { a: Object.defineProperty({}, 'p', getter) } }],
+    [
+      'a list element',
+      { body: 'p' },
+      { body: { p: Object.defineProperty(['docs/a', ''], 1, getter) } },
+    ],
+    [
+      'a proxy trap',
+      { headers: 'x-p' },
+      { headers: new Proxy({}, { getOwnPropertyDescriptor: throwing }) },
+    ],
+  ];
+
+  it.each(ROWS)('%s: not-a-string', (_name, spec, values) => {
+    const g = guardOf({ mode: 'read', paths: [spec] });
+    expect(denialOf(runGuard(g, values).result).reason).toBe('not-a-string');
+  });
+
+  it('a segmented param whose read throws', () => {
+    const g = compileRouteGuard(policy, { mode: 'read', paths: [{ params: 'p' }] }, 'GET /f/*p', {
+      paramSegments: true,
+    });
+    const params = Object.defineProperty({}, 'p', getter);
+    expect(denialOf(runGuard(g, { params }).result).reason).toBe('not-a-string');
+  });
+});
+
 describe('checkRequest: `under` joins the value as a relative path', () => {
   const guard = guardOf({
     mode: 'write',
