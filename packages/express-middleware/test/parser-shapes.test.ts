@@ -1,14 +1,16 @@
-import { denyBody, type GuardDenyReason } from '@pathgate/core';
-import express, { type Express, type RequestHandler } from 'express';
+import type http from 'node:http';
+import { denyBody, type GuardDenyReason, type PathSpec } from '@pathgate/core';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 import { describe, expect, it } from 'vitest';
 import { lazyValues } from '../../../test/lazy-values.js';
 import { pathgate } from '../src/index.js';
 import { countingErrorHandler, request, withServed } from './helpers.js';
 
 // The shapes Express's parsers give a value (query parser settings, a
-// custom parser), over real HTTP. On an allow, the handler's own read of
-// the value (`req.query.p`) is what pathgate checked; an unreadable shape
-// is a 403, never an error for the error handler (a 500).
+// custom parser, body parsers, repeated headers, regex routes), over real
+// HTTP. On an allow, the value the handler reads itself (`req.query.p`) is
+// what pathgate checked, element by element for a list; a shape that is
+// not a path is a 403, never an error for the error handler (a 500).
 
 const ROOT = '/srv/root';
 
@@ -17,30 +19,91 @@ type Want =
   | { raw: unknown; checked: string | string[] }
   | { reason: GuardDenyReason; label: string };
 
-/** One app per query parser setting; its handler answers `req.query.p` and `req.pathgate.query`. */
-async function expectQuery(parser: unknown, path: string, want: Want): Promise<void> {
+/** A route: its specs, the middleware before the gate, and what its handler reads itself. */
+interface Route {
+  spec: PathSpec;
+  before?: RequestHandler[];
+  raw: (req: Request) => unknown;
+}
+
+const query = (req: Request) => req.query.p;
+const body = (req: Request) => (req.body as { p?: unknown }).p;
+
+const ROUTES: Record<string, Route> = {
+  '/q': { spec: { query: 'p' }, raw: query },
+  '/h': { spec: { headers: 'X-P' }, raw: (req) => req.headers['x-p'] },
+  '/cookie': { spec: { headers: 'set-cookie' }, raw: (req) => req.headers['set-cookie'] },
+  '/json': { spec: { body: 'p' }, before: [express.json()], raw: body },
+  '/json-any': { spec: { body: 'p' }, before: [express.json({ strict: false })], raw: body },
+  '/form': { spec: { body: 'p' }, before: [express.urlencoded({ extended: true })], raw: body },
+  '/simple-form': { spec: { body: 'p' }, before: [express.urlencoded()], raw: body },
+  '/text': { spec: { body: 'p' }, before: [express.text()], raw: (req) => req.body },
+  '/raw': { spec: { body: '0' }, before: [express.raw()], raw: (req) => req.body },
+};
+
+interface Sent {
+  parser?: unknown;
+  method?: string;
+  headers?: http.OutgoingHttpHeaders;
+  body?: string;
+}
+
+/**
+ * One request to a fresh app (with `parser` as its query parser): every
+ * route of `ROUTES`, plus regex and `router.param` routes. Its handler
+ * answers the raw value and the path pathgate recorded for it.
+ */
+async function expectShape(path: string, sent: Sent, want: Want): Promise<void> {
   const gate = pathgate({ root: ROOT, fs: ['docs/**'] });
   const app: Express = express();
-  app.set('query parser', parser);
+  if (sent.parser !== undefined) app.set('query parser', sent.parser);
   let calls = 0;
-  const handler: RequestHandler = (req, res) => {
-    calls += 1;
-    res.json({ raw: req.query.p, checked: req.pathgate?.query.p });
-  };
-  app.get('/q', gate.read({ query: 'p' }), handler);
+  const answer =
+    (raw: (req: Request) => unknown): RequestHandler =>
+    (req, res) => {
+      calls += 1;
+      const info = req.pathgate;
+      const records = info ? [info.params, info.query, info.body, info.headers] : [];
+      res.json({ raw: raw(req), checked: records.flatMap(Object.values)[0] });
+    };
+  for (const [url, route] of Object.entries(ROUTES)) {
+    app.all(url, ...(route.before ?? []), gate.read(route.spec), answer(route.raw));
+  }
+  app.get(
+    /^\/re\/(.*)$/,
+    gate.read({ params: '0' }),
+    answer((req) => req.params[0]),
+  );
+  const router = express.Router();
+  // A param callback runs before the route: the gate checks the value it leaves.
+  router.param('name', (req, _res, next, value: string) => {
+    req.params.name = value.replace(/^~/, 'docs/');
+    next();
+  });
+  router.get(
+    '/home/:name',
+    gate.read({ params: 'name' }),
+    answer((req) => req.params.name),
+  );
+  app.use('/sub', router);
   const errors = countingErrorHandler();
   app.use(errors.handler);
-  const res = await withServed(app, (s) => request(s.port, 'GET', path));
+  const res = await withServed(app, (s) =>
+    request(s.port, sent.method ?? 'GET', path, { headers: sent.headers, body: sent.body }),
+  );
   expect(errors.calls).toEqual([]);
   if ('reason' in want) {
-    expect(res.status).toBe(403);
     expect(res.json).toEqual(denyBody({ reason: want.reason, label: want.label }));
+    expect(res.status).toBe(403);
     expect(calls).toBe(0);
   } else {
-    expect(res.status).toBe(200);
     expect(res.json).toEqual(want);
+    expect(res.status).toBe(200);
   }
 }
+
+const P = 'query.p';
+const docs = (...names: string[]) => names.map((name) => `${ROOT}/docs/${name}`);
 
 describe('a custom query parser whose value read throws', () => {
   it.each([
@@ -48,14 +111,289 @@ describe('a custom query parser whose value read throws', () => {
     ['a bad escape beside a good value', '/q?x=1&p=%E0%A4%A'],
     ['a list with a bad escape', '/q?p=docs%2Fa&p=%ZZ'],
   ])('%s: 403 not-a-string, not an error', (_name, path) =>
-    expectQuery(lazyValues, path, { reason: 'not-a-string', label: 'query.p' }),
+    expectShape(path, { parser: lazyValues }, { reason: 'not-a-string', label: P }),
   );
 
   it('good values are read once more by the handler, as checked', async () => {
-    await expectQuery(lazyValues, '/q?p=docs%2Fa', { raw: 'docs/a', checked: `${ROOT}/docs/a` });
-    await expectQuery(lazyValues, '/q?p=docs%2Fa&p=docs/b', {
-      raw: ['docs/a', 'docs/b'],
-      checked: [`${ROOT}/docs/a`, `${ROOT}/docs/b`],
-    });
+    await expectShape(
+      '/q?p=docs%2Fa',
+      { parser: lazyValues },
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    );
+    await expectShape(
+      '/q?p=docs%2Fa&p=docs/b',
+      { parser: lazyValues },
+      {
+        raw: ['docs/a', 'docs/b'],
+        checked: docs('a', 'b'),
+      },
+    );
   });
+});
+
+type Row = readonly [string, string, Want];
+
+describe("query parser 'extended' (qs)", () => {
+  const ROWS: readonly Row[] = [
+    [
+      'p[] is a list',
+      '/q?p[]=docs/a&p[]=docs/b',
+      { raw: ['docs/a', 'docs/b'], checked: docs('a', 'b') },
+    ],
+    [
+      'a list element climbs out',
+      '/q?p[]=docs/a&p[]=..%2F..%2Fx',
+      { reason: 'path-not-in-allowlist', label: P },
+    ],
+    [
+      'indexes are sorted into a list',
+      '/q?p[1]=docs/a&p[0]=..%2Fx',
+      { reason: 'path-not-in-allowlist', label: P },
+    ],
+    ['p[][] is flattened', '/q?p[][]=docs/a', { raw: ['docs/a'], checked: docs('a') }],
+    ['an object', '/q?p[a]=docs/a', { reason: 'not-a-string', label: P }],
+    [
+      'an index over arrayLimit is an object',
+      '/q?p[21]=docs/a',
+      { reason: 'not-a-string', label: P },
+    ],
+    [
+      'more than 20 p[] make an object',
+      `/q?${'p[]=docs/a&'.repeat(25)}`,
+      { reason: 'not-a-string', label: P },
+    ],
+    [
+      'one index twice: a nested list',
+      '/q?p[0]=docs/a&p[0]=docs/b',
+      { reason: 'not-a-string', label: P },
+    ],
+    ['a string and a key mixed', '/q?p=docs/a&p[x]=b', { reason: 'not-a-string', label: P }],
+    ['deeper than depth 5', `/q?p${'[a]'.repeat(8)}=docs/a`, { reason: 'not-a-string', label: P }],
+    ['__proto__[p] sets nothing', '/q?__proto__[p]=docs/a', { reason: 'missing-path', label: P }],
+    [
+      '__proto__[p] beside p',
+      '/q?__proto__[p]=..%2Fx&p=docs/a',
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    ],
+    ['a list with an empty element', '/q?p[]=docs/a&p[]=', { reason: 'missing-path', label: P }],
+    ['an empty value', '/q?p=', { reason: 'missing-path', label: P }],
+  ];
+  it.each(ROWS)('%s: %s', (_name, path, want) => expectShape(path, { parser: 'extended' }, want));
+});
+
+describe("query parser 'simple' (the default) and false", () => {
+  const ROWS: readonly (readonly [string, unknown, string, Want])[] = [
+    [
+      'a repeated key is a list',
+      'simple',
+      '/q?p=docs/a&p=docs/b',
+      { raw: ['docs/a', 'docs/b'], checked: docs('a', 'b') },
+    ],
+    [
+      'the default is simple',
+      undefined,
+      '/q?p=docs/a&p=docs/b',
+      { raw: ['docs/a', 'docs/b'], checked: docs('a', 'b') },
+    ],
+    [
+      'brackets are part of the key',
+      'simple',
+      '/q?p[]=docs/a',
+      { reason: 'missing-path', label: P },
+    ],
+    [
+      'a list with an empty element',
+      'simple',
+      '/q?p=docs/a&p=',
+      { reason: 'missing-path', label: P },
+    ],
+    [
+      'a bad escape is kept as text',
+      'simple',
+      '/q?p=docs/%ZZ',
+      { raw: 'docs/%ZZ', checked: docs('%ZZ')[0] as string },
+    ],
+    ['false: no query at all', false, '/q?p=docs/a', { reason: 'missing-path', label: P }],
+  ];
+  it.each(ROWS)('%s: %s', (_name, parser, path, want) => expectShape(path, { parser }, want));
+});
+
+describe('a custom query parser', () => {
+  const ROWS: readonly (readonly [string, (text: string) => unknown, Want])[] = [
+    [
+      'a Map: own properties only',
+      () => new Map([['p', 'docs/a']]),
+      { reason: 'missing-path', label: P },
+    ],
+    ['an inherited p', () => Object.create({ p: 'docs/a' }), { reason: 'missing-path', label: P }],
+    ['a number', () => ({ p: 42 }), { reason: 'not-a-string', label: P }],
+    ['a nested list', () => ({ p: [['docs/a']] }), { reason: 'not-a-string', label: P }],
+    [
+      'a list with a hole',
+      () => ({ p: Object.assign(new Array(2), { 1: 'docs/a' }) }),
+      { reason: 'not-a-string', label: P },
+    ],
+    ['null', () => null, { reason: 'missing-path', label: P }],
+    [
+      'a null-prototype object',
+      () => Object.assign(Object.create(null), { p: 'docs/a' }),
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    ],
+  ];
+  it.each(ROWS)('%s', (_name, parser, want) => expectShape('/q?p=x', { parser }, want));
+});
+
+describe('body parsers', () => {
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const json = { 'content-type': 'application/json' };
+  const ROWS: readonly (readonly [string, string, Sent, Want])[] = [
+    [
+      'urlencoded extended: p[] is a list',
+      '/form',
+      { headers: form, body: 'p[]=docs/a&p[]=docs/b' },
+      { raw: ['docs/a', 'docs/b'], checked: docs('a', 'b') },
+    ],
+    [
+      'urlencoded extended: an object',
+      '/form',
+      { headers: form, body: 'p[a]=docs/a' },
+      { reason: 'not-a-string', label: 'body.p' },
+    ],
+    [
+      'urlencoded extended: __proto__[p]',
+      '/form',
+      { headers: form, body: '__proto__[p]=docs/a' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'urlencoded simple: a repeated key',
+      '/simple-form',
+      { headers: form, body: 'p=docs/a&p=..%2Fx' },
+      { reason: 'path-not-in-allowlist', label: 'body.p' },
+    ],
+    [
+      'urlencoded simple: brackets are part of the key',
+      '/simple-form',
+      { headers: form, body: 'p[]=docs/a' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'text: the body is a string',
+      '/text',
+      { headers: { 'content-type': 'text/plain' }, body: 'docs/a' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'raw: a Buffer has no path',
+      '/raw',
+      { headers: { 'content-type': 'application/octet-stream' }, body: 'docs/a' },
+      { reason: 'not-a-string', label: 'body.0' },
+    ],
+    [
+      'JSON: the last duplicate key wins, for both',
+      '/json',
+      { headers: json, body: '{"p":"../../x","p":"docs/a"}' },
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    ],
+    [
+      'JSON: a duplicate key that climbs out',
+      '/json',
+      { headers: json, body: '{"p":"docs/a","p":"../../x"}' },
+      { reason: 'path-not-in-allowlist', label: 'body.p' },
+    ],
+    [
+      'JSON: __proto__ is an own key',
+      '/json',
+      { headers: json, body: '{"__proto__":{"p":"docs/a"}}' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'JSON: constructor.prototype',
+      '/json',
+      { headers: json, body: '{"constructor":{"prototype":{"p":"docs/a"}}}' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'JSON: a big number',
+      '/json',
+      { headers: json, body: '{"p":123456789012345678901234567890}' },
+      { reason: 'not-a-string', label: 'body.p' },
+    ],
+    [
+      'JSON: deep nesting',
+      '/json',
+      { headers: json, body: `{"p":${'['.repeat(5000)}${']'.repeat(5000)}}` },
+      { reason: 'not-a-string', label: 'body.p' },
+    ],
+    [
+      'JSON: an array-like object',
+      '/json',
+      { headers: json, body: '{"p":{"0":"docs/a","length":1}}' },
+      { reason: 'not-a-string', label: 'body.p' },
+    ],
+    [
+      'JSON: a top-level string',
+      '/json-any',
+      { headers: json, body: '"docs/a"' },
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+  ];
+  it.each(ROWS)('%s', (_name, path, sent, want) =>
+    expectShape(path, { method: 'POST', ...sent }, want),
+  );
+});
+
+describe('repeated headers, regex routes, router.param', () => {
+  const ROWS: readonly (readonly [string, string, Sent, Want])[] = [
+    // Node joins a repeated header: one value, the same the handler reads.
+    [
+      'x-p twice is one path',
+      '/h',
+      { headers: { 'x-p': ['docs/a', 'docs/b'] } },
+      { raw: 'docs/a, docs/b', checked: `${ROOT}/docs/a, docs/b` },
+    ],
+    [
+      'x-p twice, the second climbing',
+      '/h',
+      { headers: { 'x-p': ['docs/a', '../../x'] } },
+      { raw: 'docs/a, ../../x', checked: docs('x')[0] as string },
+    ],
+    [
+      'set-cookie twice is a list',
+      '/cookie',
+      { headers: { 'set-cookie': ['docs/a', 'docs/b'] } },
+      { raw: ['docs/a', 'docs/b'], checked: docs('a', 'b') },
+    ],
+    [
+      'set-cookie: one climbs out',
+      '/cookie',
+      { headers: { 'set-cookie': ['docs/a', '../x'] } },
+      { reason: 'path-not-in-allowlist', label: 'headers.set-cookie' },
+    ],
+    [
+      'an unnamed regex capture',
+      '/re/docs/a',
+      {},
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    ],
+    [
+      'a regex capture climbs out',
+      '/re/..%2F..%2Fx',
+      {},
+      { reason: 'path-not-in-allowlist', label: 'params.0' },
+    ],
+    [
+      'router.param rewrites before the gate',
+      '/sub/home/~a',
+      {},
+      { raw: 'docs/a', checked: docs('a')[0] as string },
+    ],
+    [
+      'router.param: the rewritten value is checked',
+      '/sub/home/..%2Fx',
+      {},
+      { reason: 'path-not-in-allowlist', label: 'params.name' },
+    ],
+  ];
+  it.each(ROWS)('%s', (_name, path, sent, want) => expectShape(path, sent, want));
 });

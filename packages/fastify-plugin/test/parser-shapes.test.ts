@@ -19,16 +19,27 @@ interface Shapes {
   calls: () => number;
 }
 
+/** A body's own `p` (not a Buffer's, a string's or a stream's: none has one). */
+const bodyP = (r: { body: unknown }) => (r.body as { p?: unknown } | undefined)?.p;
+
 /**
- * An app with one route per source; each handler answers the raw value it
- * reads (`request.query.p`, `request.body.p`, …) and what pathgate checked.
+ * An app with one route per source and content-type parsers of every
+ * shape; each handler answers the raw value it reads (`request.query.p`,
+ * `request.body.p`, …) and the path pathgate recorded.
  */
 async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
   const app = newApp(options);
   await app.register(pathgate, { root: ROOT, fs: ['docs/**'] });
-  app.addContentTypeParser('text/x-lazy', { parseAs: 'string' }, (_req, body, done) =>
-    done(null, lazyValues(body as string)),
+  const parser = (type: string, parse: (text: string) => unknown) =>
+    app.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) =>
+      done(null, parse(body as string)),
+    );
+  parser('text/x-lazy', lazyValues);
+  parser('text/x-null-proto', (text) => Object.assign(Object.create(null), { p: text }));
+  app.addContentTypeParser('application/x-buffer', { parseAs: 'buffer' }, (_req, body, done) =>
+    done(null, body),
   );
+  app.addContentTypeParser('application/x-stream', (_req, payload, done) => done(null, payload));
   let calls = 0;
   const route = (url: string, paths: PathSpec[], raw: (request: never) => unknown) =>
     app.route({
@@ -37,13 +48,22 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
       config: { pathgate: { mode: 'read', paths } },
       handler: async (request) => {
         calls += 1;
-        const { pathgate: info } = request;
-        const checked = info?.params.p ?? info?.query.p ?? info?.body.p ?? info?.headers['x-p'];
-        return { raw: raw(request as never), checked };
+        const info = request.pathgate;
+        const records = info ? [info.params, info.query, info.body, info.headers] : [];
+        return { raw: raw(request as never), checked: records.flatMap(Object.values)[0] };
       },
     });
   route('/q', [{ query: 'p' }], (r: { query: { p?: unknown } }) => r.query.p);
-  route('/b', [{ body: 'p' }], (r: { body: { p?: unknown } }) => r.body.p);
+  route('/b', [{ body: 'p' }], bodyP);
+  route('/b0', [{ body: '0' }], (r: { body: unknown }) => String(r.body));
+  // The body's own `__proto__` key (JSON.parse makes one), not its prototype.
+  route('/proto', [{ body: ['__proto__', 'p'] }], (r: { body: object }) =>
+    bodyP({ body: Object.getOwnPropertyDescriptor(r.body, '__proto__')?.value }),
+  );
+  route('/f/*', [{ params: '*' }], (r: { params: Record<string, string> }) => r.params['*']);
+  route('/p/:p', [{ params: 'p' }], (r: { params: { p: string } }) => r.params.p);
+  route('/re/:p(^[a-z./%]+$)', [{ params: 'p' }], (r: { params: { p: string } }) => r.params.p);
+  route('/h', [{ headers: 'X-P' }], (r: { headers: Record<string, unknown> }) => r.headers['x-p']);
   return { app, calls: () => calls };
 }
 
@@ -52,7 +72,7 @@ async function expectShape(
   inject: {
     url: string;
     method?: 'GET' | 'POST';
-    headers?: Record<string, string>;
+    headers?: Record<string, string | string[]>;
     payload?: string;
   },
   want: Want,
@@ -94,5 +114,200 @@ describe('a parser whose value read throws', () => {
     });
     await expectShape(shapes, lazy('p=%E0%A4%A'), { reason: 'not-a-string', label: 'body.p' });
     await expectShape(shapes, lazy('p=docs%2Fa'), { raw: 'docs/a', checked: `${ROOT}/docs/a` });
+  });
+});
+
+const one = (name: string) => ({ raw: name, checked: `${ROOT}/${name}` });
+const OUT = 'path-not-in-allowlist';
+
+describe('router options: the handler reads the param pathgate checked', () => {
+  type Row = readonly [string, FastifyServerOptions, string, Want];
+  const ROWS: readonly Row[] = [
+    [
+      'ignoreDuplicateSlashes: // inside',
+      { ignoreDuplicateSlashes: true },
+      '/f/docs//a',
+      one('docs/a'),
+    ],
+    [
+      'ignoreDuplicateSlashes: // before the route',
+      { ignoreDuplicateSlashes: true },
+      '//p//docs',
+      one('docs'),
+    ],
+    [
+      'ignoreDuplicateSlashes: // at the wildcard start is relative',
+      { ignoreDuplicateSlashes: true },
+      '/f//docs/a',
+      one('docs/a'),
+    ],
+    [
+      'without it, // at the wildcard start is absolute',
+      {},
+      '/f//docs/a',
+      { reason: OUT, label: 'params.*' },
+    ],
+    ['ignoreTrailingSlash', { ignoreTrailingSlash: true }, '/p/docs/', one('docs')],
+    [
+      'ignoreTrailingSlash: a wildcard loses it',
+      { ignoreTrailingSlash: true },
+      '/f/docs/a/',
+      one('docs/a'),
+    ],
+    [
+      'caseSensitive false: the param keeps its case',
+      { caseSensitive: false },
+      '/P/docs',
+      one('docs'),
+    ],
+    [
+      'caseSensitive false: a DOCS param is another path',
+      { caseSensitive: false },
+      '/P/DOCS',
+      { reason: OUT, label: 'params.p' },
+    ],
+    [
+      'useSemicolonDelimiter: ; starts the query',
+      { useSemicolonDelimiter: true },
+      '/q;p=docs/a',
+      one('docs/a'),
+    ],
+    [
+      'useSemicolonDelimiter: a param ends at ;',
+      { useSemicolonDelimiter: true },
+      '/p/docs;p=..%2Fx',
+      one('docs'),
+    ],
+    ['without it, ; is part of the param', {}, '/p/docs;p=x', { reason: OUT, label: 'params.p' }],
+    ['a regex param', {}, '/re/docs%2Fa', one('docs/a')],
+    ['a regex param climbs out', {}, '/re/..%2F..%2Fx', { reason: OUT, label: 'params.p' }],
+  ];
+  it.each(ROWS)('%s: %s', async (_name, options, url, want) => {
+    await expectShape(await shapesApp(options), { url }, want);
+  });
+});
+
+describe('a custom querystring parser', () => {
+  const P = 'query.p';
+  const ROWS: readonly (readonly [string, (text: string) => unknown, Want])[] = [
+    [
+      'a Map: own properties only',
+      () => new Map([['p', 'docs/a']]),
+      { reason: 'missing-path', label: P },
+    ],
+    ['an inherited p', () => Object.create({ p: 'docs/a' }), { reason: 'missing-path', label: P }],
+    ['a number', () => ({ p: 42 }), { reason: 'not-a-string', label: P }],
+    ['a nested list', () => ({ p: [['docs/a']] }), { reason: 'not-a-string', label: P }],
+    [
+      'a list',
+      () => ({ p: ['docs/a', 'docs/b'] }),
+      { raw: ['docs/a', 'docs/b'], checked: [`${ROOT}/docs/a`, `${ROOT}/docs/b`] },
+    ],
+    [
+      'a null-prototype object',
+      () => Object.assign(Object.create(null), { p: 'docs/a' }),
+      one('docs/a'),
+    ],
+  ];
+  it.each(ROWS)('%s', async (_name, parse, want) => {
+    const querystringParser = parse as (text: string) => Record<string, string>;
+    await expectShape(
+      await shapesApp({ routerOptions: { querystringParser } }),
+      { url: '/q?p=x' },
+      want,
+    );
+  });
+});
+
+describe('content-type parsers and JSON poisoning settings', () => {
+  const post = (url: string, type: string, payload: string) => ({
+    url,
+    method: 'POST' as const,
+    headers: { 'content-type': type },
+    payload,
+  });
+  type Row = readonly [string, FastifyServerOptions, ReturnType<typeof post>, Want];
+  const ignore = { onProtoPoisoning: 'ignore', onConstructorPoisoning: 'ignore' } as const;
+  const json = 'application/json';
+  const ROWS: readonly Row[] = [
+    [
+      'a Buffer has no p',
+      {},
+      post('/b', 'application/x-buffer', 'docs/a'),
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'a Buffer index is a byte',
+      {},
+      post('/b0', 'application/x-buffer', 'docs/a'),
+      { reason: 'not-a-string', label: 'body.0' },
+    ],
+    [
+      'a string has no p',
+      {},
+      post('/b', 'text/plain', 'docs/a'),
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'a stream has no p',
+      {},
+      post('/b', 'application/x-stream', 'docs/a'),
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    ['a null-prototype object', {}, post('/b', 'text/x-null-proto', 'docs/a'), one('docs/a')],
+    [
+      'a null-prototype object, climbing',
+      {},
+      post('/b', 'text/x-null-proto', '../x'),
+      { reason: OUT, label: 'body.p' },
+    ],
+    [
+      'JSON: the last duplicate key wins, for both',
+      {},
+      post('/b', json, '{"p":"../x","p":"docs/a"}'),
+      one('docs/a'),
+    ],
+    [
+      'ignore: __proto__ is an own key, not p',
+      ignore,
+      post('/b', json, '{"__proto__":{"p":"docs/a"}}'),
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+    [
+      'ignore: a selector through __proto__',
+      ignore,
+      post('/proto', json, '{"__proto__":{"p":"docs/a"}}'),
+      one('docs/a'),
+    ],
+    [
+      'ignore: through __proto__, climbing',
+      ignore,
+      post('/proto', json, '{"__proto__":{"p":"../x"}}'),
+      { reason: OUT, label: 'body.__proto__.p' },
+    ],
+    [
+      'ignore: constructor.prototype',
+      ignore,
+      post('/b', json, '{"constructor":{"prototype":{"p":"docs/a"}}}'),
+      { reason: 'missing-path', label: 'body.p' },
+    ],
+  ];
+  it.each(ROWS)('%s', async (_name, options, inject, want) => {
+    await expectShape(await shapesApp(options), inject, want);
+  });
+});
+
+describe('a repeated header', () => {
+  it('is one value, as Node joins it: the one the handler reads', async () => {
+    const shapes = await shapesApp();
+    const twice = (second: string) => ({ url: '/h', headers: { 'x-p': ['docs/a', second] } });
+    await expectShape(shapes, twice('docs/b'), {
+      raw: 'docs/a, docs/b',
+      checked: `${ROOT}/docs/a, docs/b`,
+    });
+    await expectShape(shapes, twice('../../x'), {
+      raw: 'docs/a, ../../x',
+      checked: `${ROOT}/docs/x`,
+    });
   });
 });
