@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { PathSpec, RequestValues } from '@pathgate/core';
 import type { Request } from 'express';
 
@@ -9,23 +10,48 @@ export type ValuesReader = (req: Request) => RequestValues;
 /** The request itself: the guard reads only the parts its specs name, by name. */
 const theRequest: ValuesReader = (req) => req;
 
+/** The two names Express's `req.get()` reads as one header: `referrer || referer`, for either. */
+const REFERER = ['referer', 'referrer'];
+
+const namesReferer = (spec: object): boolean => {
+  const name = hasOwn.call(spec, 'headers') ? (spec as { headers: unknown }).headers : undefined;
+  return typeof name === 'string' && REFERER.includes(name.toLowerCase());
+};
+
+/**
+ * The headers with `referer` and `referrer` both holding every value the
+ * request sent under either name (one value, or both when they differ):
+ * `req.get('referer')` answers a Referrer header, so a check of the
+ * Referer header alone would let the handler read a path never checked.
+ */
+function refererHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const sent = [headers.referrer, headers.referer].filter((value) => value !== undefined);
+  const values = [...new Set(sent)];
+  if (values.length === 0) return headers;
+  const value = values.length === 1 ? values[0] : (values as string[]);
+  return { ...headers, referer: value as string, referrer: value };
+}
+
 /**
  * Works out once, when a route is built, what its guard reads the request
  * from. Usually the request itself, as in the Fastify adapter (its guard
  * joins a named wildcard's segments, so `req.params` needs no copy). With a
  * query spec, an object of the parts the specs name: Express 5's `req.query`
- * getter parses the URL on every read, and this reads it once for all.
+ * getter parses the URL on every read, and this reads it once for all. With
+ * a Referer (or Referrer) spec, the headers as `req.get()` reads them.
  */
 export function valuesReader(paths: readonly PathSpec[]): ValuesReader {
   const specs = paths as readonly object[];
   const declares = (source: string) => specs.some((spec) => hasOwn.call(spec, source));
-  if (!declares('query')) return theRequest;
+  const query = declares('query');
+  const referer = specs.some(namesReferer);
+  if (!query && !referer) return theRequest;
   const body = declares('body');
   const headers = declares('headers');
   return (req) => ({
     params: req.params,
-    query: req.query,
+    query: query ? req.query : undefined,
     body: body ? req.body : undefined,
-    headers: headers ? req.headers : undefined,
+    headers: referer ? refererHeaders(req.headers) : headers ? req.headers : undefined,
   });
 }

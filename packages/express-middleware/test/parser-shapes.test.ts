@@ -33,6 +33,9 @@ const ROUTES: Record<string, Route> = {
   '/q': { spec: { query: 'p' }, raw: query },
   '/h': { spec: { headers: 'X-P' }, raw: (req) => req.headers['x-p'] },
   '/cookie': { spec: { headers: 'set-cookie' }, raw: (req) => req.headers['set-cookie'] },
+  // `req.get()` answers a Referrer header for referer and the other way round.
+  '/referer': { spec: { headers: 'Referer' }, raw: (req) => req.get('referer') },
+  '/referrer': { spec: { headers: 'referrer' }, raw: (req) => req.get('referrer') },
   '/json': { spec: { body: 'p' }, before: [express.json()], raw: body },
   '/json-any': { spec: { body: 'p' }, before: [express.json({ strict: false })], raw: body },
   '/form': { spec: { body: 'p' }, before: [express.urlencoded({ extended: true })], raw: body },
@@ -396,4 +399,48 @@ describe('repeated headers, regex routes, router.param', () => {
     ],
   ];
   it.each(ROWS)('%s', (_name, path, sent, want) => expectShape(path, sent, want));
+});
+
+describe('referer and referrer: one header to req.get(), both are checked', () => {
+  const ROWS: readonly (readonly [string, string, http.OutgoingHttpHeaders, Want])[] = [
+    ['Referer', '/referer', { referer: 'docs/a' }, { raw: 'docs/a', checked: `${ROOT}/docs/a` }],
+    [
+      'Referrer, on a referer spec',
+      '/referer',
+      { referrer: 'docs/a' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    ],
+    [
+      'Referer, on a referrer spec',
+      '/referrer',
+      { referer: 'docs/a' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    ],
+    [
+      'both, Referrer climbing',
+      '/referer',
+      { referer: 'docs/a', referrer: '../../x' },
+      { reason: 'path-not-in-allowlist', label: 'headers.referer' },
+    ],
+    [
+      'both, Referer climbing',
+      '/referrer',
+      { referer: '../../x', referrer: 'docs/a' },
+      { reason: 'path-not-in-allowlist', label: 'headers.referrer' },
+    ],
+    [
+      'both, the same',
+      '/referer',
+      { referer: 'docs/a', referrer: 'docs/a' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    ],
+    [
+      'both, inside',
+      '/referer',
+      { referer: 'docs/a', referrer: 'docs/b' },
+      { raw: 'docs/b', checked: [`${ROOT}/docs/b`, `${ROOT}/docs/a`] },
+    ],
+    ['neither', '/referer', {}, { reason: 'missing-path', label: 'headers.referer' }],
+  ];
+  it.each(ROWS)('%s: %s', (_name, path, headers, want) => expectShape(path, { headers }, want));
 });
