@@ -16,7 +16,7 @@ const ROOT = '/srv/root';
 
 /** What a request must get: the raw value the handler reads and the checked path(s), or a deny. */
 type Want =
-  | { raw: unknown; checked: string | string[] }
+  | { raw: unknown; checked?: string | string[] }
   | { reason: GuardDenyReason; label: string };
 
 /** A route: its specs, the middleware before the gate, and what its handler reads itself. */
@@ -31,6 +31,7 @@ const body = (req: Request) => (req.body as { p?: unknown }).p;
 
 const ROUTES: Record<string, Route> = {
   '/q': { spec: { query: 'p' }, raw: query },
+  '/qo': { spec: { query: 'p', optional: true }, raw: query },
   '/h': { spec: { headers: 'X-P' }, raw: (req) => req.headers['x-p'] },
   '/cookie': { spec: { headers: 'set-cookie' }, raw: (req) => req.headers['set-cookie'] },
   // `req.get()` answers a Referrer header for referer and the other way round.
@@ -244,6 +245,20 @@ describe('a custom query parser', () => {
     ],
   ];
   it.each(ROWS)('%s', (_name, parser, want) => expectShape('/q?p=x', { parser }, want));
+});
+
+describe('an optional query value: skipped only when missing or empty', () => {
+  const ROWS: readonly (readonly [string, unknown, string, Want])[] = [
+    ['absent', 'simple', '/qo', { raw: undefined }],
+    // Nothing checked: the handler reads req.pathgate, where p is absent.
+    ['empty', 'simple', '/qo?p=', { raw: '' }],
+    ['an empty list', () => ({ p: [] }), '/qo', { raw: [] }],
+    ['present but undefined', () => ({ p: undefined }), '/qo', { raw: undefined }],
+    ['a list of one', 'extended', '/qo?p[]=docs/a', { raw: ['docs/a'], checked: docs('a') }],
+    ['a list of one empty value', 'extended', '/qo?p[]=', { reason: 'missing-path', label: P }],
+    ['an object', 'extended', '/qo?p[a]=docs/a', { reason: 'not-a-string', label: P }],
+  ];
+  it.each(ROWS)('%s: %s', (_name, parser, path, want) => expectShape(path, { parser }, want));
 });
 
 describe('body parsers', () => {
