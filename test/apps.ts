@@ -9,6 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import multer from 'multer';
 import { afterAll, beforeAll } from 'vitest';
 import { parseJson, readAnswer } from './answer.js';
+import { type NodeGateOptions, type NodeRoute, nodeGate } from './third-adapter.js';
 
 // Shared by the cross-package HTTP tests (parity, attack corpus, fuzzing):
 // one route table and one policy → a Fastify app and an Express app on
@@ -39,8 +40,10 @@ export interface AppOptions {
   routes: readonly Route[];
   /** Called by every handler, so only once pathgate allowed the request. */
   onHandle?: (framework: Framework, handed: Handed) => void;
-  /** Called by pathgate's onDeny on every deny; the 403 body stays pathgate's. */
-  onDeny?: (framework: Framework, denial: PathDenial, handed: Handed) => void;
+  /** Called by pathgate's onDeny on every deny; what it returns is the adapters' onDeny's answer. */
+  onDeny?: (framework: Framework, denial: PathDenial, handed: Handed) => unknown;
+  /** Both adapters' `reportOnly` option. */
+  reportOnly?: boolean;
 }
 
 /** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
@@ -62,9 +65,8 @@ export function buildExpress(options: AppOptions): express.Express {
   });
   const gate = expressGate({
     policy: options.policy,
-    onDeny: (denial, req) => {
-      options.onDeny?.('express', denial, handed(req));
-    },
+    reportOnly: options.reportOnly,
+    onDeny: (denial, req) => options.onDeny?.('express', denial, handed(req)),
   });
   const upload = gate.multer({ storage: multer.memoryStorage() });
   const app = express();
@@ -96,9 +98,10 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
   const app = Fastify();
   await app.register(fastifyGate, {
     policy: options.policy,
+    reportOnly: options.reportOnly,
     onDeny: (denial, request) => {
       const { params, query, body, headers } = request;
-      options.onDeny?.('fastify', denial, { params, query, body, headers });
+      return options.onDeny?.('fastify', denial, { params, query, body, headers });
     },
   });
   if (options.routes.some(takesFiles)) {
@@ -128,6 +131,19 @@ export interface Listening {
 
 export type Apps = Record<Framework, Listening> & { close(): Promise<void> };
 
+/** A listening node:http server; `close` ends its open connections too. */
+function listening(server: http.Server): Listening {
+  return {
+    port: (server.address() as AddressInfo).port,
+    server,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 /** Both apps from one route table, listening on 127.0.0.1; `close` closes both. */
 export async function startApps(options: AppOptions): Promise<Apps> {
   const fastify = await buildFastify(options);
@@ -147,15 +163,7 @@ export async function startApps(options: AppOptions): Promise<Apps> {
     await fastify.close();
     throw error;
   }
-  const fromExpress: Listening = {
-    port: (server.address() as AddressInfo).port,
-    server,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const fromExpress = listening(server);
   return {
     fastify: fromFastify,
     express: fromExpress,
@@ -163,6 +171,24 @@ export async function startApps(options: AppOptions): Promise<Apps> {
       await Promise.all([fromFastify.close(), fromExpress.close()]);
     },
   };
+}
+
+/** The node:http guard of test/third-adapter.ts, with the same routes, on 127.0.0.1. */
+export async function listenNode(
+  options: NodeGateOptions,
+  routes: readonly Route[],
+): Promise<Listening> {
+  const answering: NodeRoute[] = routes.map((route) => ({
+    ...route,
+    handler: (_req, res, info) => {
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ pathgate: info }));
+    },
+  }));
+  const server = http.createServer(nodeGate(options, answering));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return listening(server);
 }
 
 /** A pathgate deny, with what the framework had handed over. */

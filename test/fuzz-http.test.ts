@@ -23,6 +23,19 @@ import {
   ROOT,
   ROUTES,
 } from './attack-corpus.js';
+import {
+  encode,
+  flags,
+  JSON_PIECES,
+  type Json,
+  jsonOf,
+  PATH_SAFE,
+  PIECES,
+  pathFrom,
+  piece,
+  QUERY_SAFE,
+  toJson,
+} from './fuzz-values.js';
 
 // Fuzzing over HTTP: fast-check builds paths from traversal pieces (dots,
 // slashes, backslashes, percent text, NUL, look-alike dots and slashes,
@@ -43,86 +56,9 @@ const seen = watchApps(policy, ROUTES);
 
 // ---- values -------------------------------------------------------------------
 
-const PIECES = [
-  '.',
-  '..',
-  '/',
-  '\\',
-  '%2e',
-  '%2f',
-  '%2E%2E',
-  '%252e',
-  '%00',
-  '\0',
-  '\uFF0E', // fullwidth full stop
-  '\u2024', // one dot leader
-  '\uFE52', // small full stop
-  '\uFF0F', // fullwidth solidus
-  '\u2215', // division slash
-  '\u0301', // combining acute
-  '\u0338', // combining long solidus overlay
-  'e\u0301',
-  '\u00e9',
-  '\u212B', // angstrom sign (NFC: Å)
-  '\u{1F600}',
-  '\u{10FFFD}',
-  '~',
-  ' ',
-  '%',
-  '+',
-  ';',
-  ':',
-  '?',
-  '#',
-  '&',
-  '=',
-  'a',
-  'b.png',
-  'public',
-  'uploads',
-  '.env',
-  'etc',
-  'passwd',
-  'C:',
-] as const;
-
-const piece = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom(...PIECES) },
-  { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 2 }) },
-);
-
 /** A path from traversal pieces, often starting inside an allowed folder. */
 const pathText = (extra: fc.Arbitrary<string> = piece) =>
-  fc
-    .tuple(
-      fc.constantFrom('', '', 'public/', 'uploads/', '/srv/root/uploads/', '../', '/'),
-      fc.array(extra, { maxLength: 12 }),
-    )
-    .map(([start, rest]) => start + rest.join(''));
-
-/** Per-character choices: encode a character that could go literally. */
-const flags = fc.array(fc.boolean(), { minLength: 1, maxLength: 16 });
-
-const pctBytes = (ch: string) =>
-  Array.from(
-    Buffer.from(ch, 'utf8'),
-    (b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
-  ).join('');
-
-/** Encodes for a request target: characters in `safe` go literally unless their flag says otherwise. */
-function encode(value: string, safe: RegExp, choices: readonly boolean[], space = pctBytes(' ')) {
-  let out = '';
-  let i = 0;
-  for (const ch of value) {
-    const encoded = choices[i++ % choices.length];
-    if (ch === ' ') out += encoded ? '%20' : space;
-    else out += safe.test(ch) && !encoded ? ch : pctBytes(ch);
-  }
-  return out;
-}
-
-const PATH_SAFE = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/\\]$/;
-const QUERY_SAFE = /^[A-Za-z0-9\-._~!$'()*,;:@/\\?]$/;
+  pathFrom(['', '', 'public/', 'uploads/', '/srv/root/uploads/', '../', '/'], extra);
 
 // ---- one request, both checks -------------------------------------------------
 
@@ -184,19 +120,6 @@ const own = (from: unknown, key: string): unknown =>
 
 // ---- JSON shapes ------------------------------------------------------------------
 
-/** A JSON value as written: objects keep their entries in order, duplicates and `__proto__` included. */
-type Json =
-  | string
-  | number
-  | boolean
-  | null
-  | readonly Json[]
-  | { readonly entries: readonly (readonly [string, Json])[] };
-
-const JSON_PIECES = fc.oneof(
-  { weight: 8, arbitrary: piece },
-  { weight: 1, arbitrary: fc.constantFrom('\uD800', '\uDC00', '\uDBFF\uDFFF') },
-);
 const KEYS = fc.constantFrom(
   'path',
   'path',
@@ -207,19 +130,7 @@ const KEYS = fc.constantFrom(
   '0',
   'a',
 );
-
-const { json: jsonValue } = fc.letrec<{ json: Json; object: Json }>((tie) => ({
-  json: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    { weight: 4, arbitrary: pathText(JSON_PIECES) },
-    { weight: 1, arbitrary: fc.constantFrom<Json>(null, true, false, 0, 42, -1.5, 1e308) },
-    { weight: 2, arbitrary: fc.array(tie('json'), { maxLength: 3 }) },
-    { weight: 2, arbitrary: tie('object') },
-  ),
-  object: fc
-    .array(fc.tuple(KEYS, tie('json')), { maxLength: 4 })
-    .map((entries) => ({ entries }) as Json),
-}));
+const jsonValue = jsonOf(pathText(JSON_PIECES), KEYS);
 
 /** Path values, often a string or a list inside `uploads/` (the one writable folder). */
 const selectedValue: fc.Arbitrary<Json> = fc.oneof(
@@ -260,13 +171,6 @@ const jsonRequest = fc.oneof(
     }),
   },
 );
-
-function toJson(value: Json): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(toJson).join(',')}]`;
-  const { entries } = value as { entries: readonly (readonly [string, Json])[] };
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${toJson(v)}`).join(',')}}`;
-}
 
 /** Fastify's JSON parser (secure-json-parse) refuses own `__proto__` keys and `constructor.prototype`. */
 function fastifyRefuses(value: unknown): boolean {

@@ -1,11 +1,12 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { denyBody, type PathDenial } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAnswer } from './answer.js';
 import {
   type Apps,
   BOUNDARY,
+  type Listening,
+  listenNode,
   MULTIPART_TYPE,
   multipartBody,
   type Route,
@@ -14,7 +15,7 @@ import {
   startApps,
 } from './apps.js';
 import { CASES, policy, ROUTES } from './parity-cases.js';
-import { type DenyHook, type NodeGateOptions, type NodeRoute, nodeGate } from './third-adapter.js';
+import { type DenyHook, type NodeGateOptions, nodeGate } from './third-adapter.js';
 
 // The core README's promise, "For adapter authors": its exports guard
 // another framework with the same decisions. test/third-adapter.ts is that
@@ -42,28 +43,7 @@ const TABLE: readonly Route[] = [
 ];
 
 /** Every route answers what pathgate checked, as the other two apps do. */
-const nodeRoutes = (routes: readonly Route[]): NodeRoute[] =>
-  routes.map((route) => ({
-    ...route,
-    handler: (_req, res, info) => {
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ pathgate: info }));
-    },
-  }));
-
-async function listen(options: NodeGateOptions, routes = TABLE): Promise<http.Server> {
-  const server = http.createServer(nodeGate(options, nodeRoutes(routes)));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
-
-const portOf = (server: http.Server) => (server.address() as AddressInfo).port;
-
-function close(server: http.Server): Promise<void> {
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
-}
+const listen = (options: NodeGateOptions, routes = TABLE) => listenNode(options, routes);
 
 const upload = (disposition: string, ...more: string[]): Sent => ({
   method: 'POST',
@@ -116,13 +96,13 @@ const UPLOADS: readonly [string, Sent][] = [
 
 describe('a node:http guard from the core docs answers as Fastify and Express do', () => {
   let apps: Apps;
-  let node: http.Server;
+  let node: Listening;
   beforeAll(async () => {
     apps = await startApps({ policy, routes: TABLE });
     node = await listen({ policy });
   });
   afterAll(async () => {
-    await Promise.all([apps.close(), close(node)]);
+    await Promise.all([apps.close(), node.close()]);
   });
 
   it.each([...CASES.map(([name, sent]) => [name, sent] as const), ...UPLOADS])(
@@ -131,7 +111,7 @@ describe('a node:http guard from the core docs answers as Fastify and Express do
       const [fromFastify, fromExpress, fromNode] = await Promise.all([
         send(apps.fastify.port, sent),
         send(apps.express.port, sent),
-        send(portOf(node), sent),
+        send(node.port, sent),
       ]);
       expect(fromExpress).toEqual(fromFastify);
       expect(fromNode).toEqual(fromFastify);
@@ -164,14 +144,14 @@ function request(port: number, sent: Sent) {
 describe('the node:http guard', () => {
   const logged: object[] = [];
   const denied: PathDenial[] = [];
-  let servers: http.Server[] = [];
+  let servers: Listening[] = [];
   const start = async (options: { onDeny?: DenyHook; reportOnly?: boolean }) => {
     const server = await listen({ policy, log: (entry) => logged.push(entry), ...options });
     servers.push(server);
-    return portOf(server);
+    return server.port;
   };
   afterAll(async () => {
-    await Promise.all(servers.map(close));
+    await Promise.all(servers.map((server) => server.close()));
     servers = [];
   });
 
@@ -240,11 +220,11 @@ describe('the node:http guard', () => {
     ]);
   });
 
-  it('refuses bad options and a route without its param at build time', () => {
+  it('refuses bad options and a route without its param at build time', async () => {
     expect(() => nodeGate({ policy, lingerMS: 5 } as unknown as NodeGateOptions, [])).toThrow(
       /^pathgate: /,
     );
     const route: Route = { method: 'GET', url: '/doc', mode: 'read', paths: [{ params: 'name' }] };
-    expect(() => nodeGate({ policy }, nodeRoutes([route]))).toThrow(/no route parameter name/);
+    await expect(listen({ policy }, [route])).rejects.toThrow(/no route parameter name/);
   });
 });
