@@ -90,3 +90,37 @@ describe('an onDeny that throws', () => {
     }
   });
 });
+
+describe('an onDeny whose body JSON cannot write', () => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  const throwing = {
+    toJSON() {
+      throw new Error('no JSON for /srv/root');
+    },
+  };
+  it.each([
+    ['a cycle', cyclic],
+    ['a BigInt', { n: 1n }],
+    ['a throwing toJSON', throwing],
+  ])('%s: both log it and send the default 403, never the error', async (_name, body) => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const odd = await startApps({ policy, routes: ROUTES, onDeny: () => body });
+    try {
+      const sent = { path: '/q?path=../x' };
+      const [fromFastify, fromExpress] = await Promise.all([
+        send(odd.fastify.port, sent),
+        send(odd.express.port, sent),
+      ]);
+      const expected = denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' });
+      expect(fromFastify).toEqual({ status: 403, body: expected });
+      expect(fromExpress).toEqual(fromFastify);
+      expect(warn.mock.calls.some(([message]) => String(message).includes('onDeny failed'))).toBe(
+        true,
+      );
+    } finally {
+      await odd.close();
+      warn.mockRestore();
+    }
+  });
+});

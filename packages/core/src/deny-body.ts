@@ -30,6 +30,9 @@ export function denyBody(denial: PathDenial): DenyBody {
  * async hook settles after the reply is decided. A throw, or a rejection,
  * goes to `onFailed` and the default body is used, so a failing hook can
  * neither become a 500 nor crash the process with an unhandled rejection.
+ * So does a body JSON cannot write (a cycle, a BigInt, a throwing
+ * `toJSON`): the adapters serialize it after this, where the error would be
+ * a 500, or Fastify's error body with its message, instead of the 403.
  */
 export function hookBody(
   call: () => unknown,
@@ -39,7 +42,10 @@ export function hookBody(
     const returned = call();
     if (typeof returned !== 'object' || returned === null) return undefined;
     const { then } = returned as { then?: unknown };
-    if (typeof then !== 'function') return returned;
+    if (typeof then !== 'function') {
+      JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would
+      return returned;
+    }
     (then as PromiseLike<unknown>['then']).call(returned, undefined, onFailed);
   } catch (error) {
     onFailed(error);

@@ -56,6 +56,21 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     expect(seen).toEqual([error, 'getter']);
   });
 
+  it('an object JSON cannot write goes to onFailed: the default body', () => {
+    const seen: unknown[] = [];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const body of [cyclic, { n: 1n }, { toJSON: () => [1n] }]) {
+      expect(
+        hookBody(
+          () => body,
+          (e) => seen.push(e),
+        ),
+      ).toBeUndefined();
+    }
+    expect(seen).toEqual([expect.any(TypeError), expect.any(TypeError), expect.any(TypeError)]);
+  });
+
   it("a rejecting promise's error goes to onFailed, not to an unhandled rejection", async () => {
     const seen: unknown[] = [];
     const unhandled: unknown[] = [];
