@@ -32,7 +32,8 @@ import {
 // are not generated (README, "The same request"; test/attack-corpus.ts):
 // an empty wildcard and a named param with a trailing slash (Express's
 // router), a named param over 100 characters (Fastify, 414), a `%` that is
-// not a UTF-8 escape in a query (kept by Fastify, U+FFFD in Express), JSON
+// not a UTF-8 escape in a query (kept by Fastify, U+FFFD in Express), a
+// query over 1,000 keys (Express's parser drops the rest), JSON
 // bodies with prototype keys (refused by Fastify) or a primitive at the top
 // (refused by express.json()).
 
