@@ -33,7 +33,8 @@ import {
 // an empty wildcard and a named param with a trailing slash (Express's
 // router), a named param over 100 characters (Fastify, 414), a `%` that is
 // not a UTF-8 escape in a query (kept by Fastify, U+FFFD in Express), a
-// query over 1,000 keys (Express's parser drops the rest), JSON
+// query over 1,000 keys (Express's parser drops the rest) or with a raw `#`
+// (the end of Express's query, a character in Fastify's), JSON
 // bodies with prototype keys (refused by Fastify), a primitive at the top
 // (refused by express.json()) or on a GET (Fastify does not read it).
 // Multipart filenames are fuzzed in fuzz-http and the upload matrix.

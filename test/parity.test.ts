@@ -49,6 +49,15 @@ describe('where the frameworks read a request differently (README, "The same req
     expect(fromExpress).toEqual(checked(`${ROOT}/docs/\uFFFD`));
   });
 
+  it('a raw # ends the query for Express; Fastify reads on, the # a character', async () => {
+    const [fromFastify, fromExpress] = await both({ path: '/q?path=docs/a#&path=../x' });
+    expect(fromFastify).toEqual({
+      status: 403,
+      body: denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }),
+    });
+    expect(fromExpress).toEqual(checked(`${ROOT}/docs/a`));
+  });
+
   it("a key after the 1000th: Express's parser drops it, so an optional spec is skipped", async () => {
     const keys = Array.from({ length: 1000 }, (_, i) => `k${i}=1`).join('&');
     const [fromFastify, fromExpress] = await both({ path: `/opt?${keys}&a=../x` });
