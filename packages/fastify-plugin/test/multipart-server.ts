@@ -28,13 +28,14 @@ export async function store(part: MultipartFile): Promise<string> {
   }
   if (part.file.truncated) {
     await unlink(temp);
-    throw new Error('truncated');
+    throw Object.assign(new Error('file too large'), { statusCode: 413 });
   }
   await rename(temp, target);
   return target;
 }
 
-async function storeBuffer(target: string, data: Buffer): Promise<string> {
+/** Writes a whole file to its checked path: a temp sibling, renamed when complete. */
+export async function storeBuffer(target: string, data: Buffer): Promise<string> {
   await writeFile(`${target}.partial`, data, { flag: 'wx' });
   await rename(`${target}.partial`, target);
   return target;
