@@ -37,6 +37,7 @@ type Consume =
   | 'attach-save';
 type Specs = 'any' | 'avatar' | 'avatar?' | 'two' | 'read';
 type Mode = 'enforce' | 'report' | 'onDeny';
+const PLACEMENTS = ['root', 'encapsulated', 'late', 'late-plugin'] as const;
 
 interface Row {
   readonly name: string;
@@ -48,9 +49,9 @@ interface Row {
   /**
    * Where pathgate is registered: at the root before the route (default),
    * inside a plugin with multipart and the route, or at the root after the
-   * route was declared (guarded by the app-wide hooks).
+   * route was declared, at the root or in a plugin (guarded by the app-wide hooks).
    */
-  readonly placement?: 'root' | 'encapsulated' | 'late';
+  readonly placement?: (typeof PLACEMENTS)[number];
   /** attachFieldsToBody: true with a body schema requiring `avatar`, via `sharedSchemaId`. */
   readonly schema?: boolean;
   readonly parts: readonly RawPart[];
@@ -170,7 +171,7 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
   };
   const placement = row.placement ?? 'root';
   const routes = async (scope: FastifyInstance) => {
-    if (placement !== 'late') await scope.register(pathgate, options);
+    if (!placement.startsWith('late')) await scope.register(pathgate, options);
     await scope.register(
       multipart,
       multipartOptions(row, async (part) => {
@@ -196,12 +197,12 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
       },
     );
   };
-  if (placement === 'encapsulated') {
+  if (placement === 'encapsulated' || placement === 'late-plugin') {
     await app.register(routes);
   } else {
     await routes(app);
   }
-  if (placement === 'late') await app.register(pathgate, options);
+  if (placement.startsWith('late')) await app.register(pathgate, options);
   return listen(app);
 }
 
@@ -286,8 +287,6 @@ const ALL: Consume[] = [
 const STREAMING: Consume[] = ['file', 'files', 'parts', 'save'];
 /** Handed out one part at a time: a file stored before a later deny stays. */
 const oneByOne = (c: Consume) => ['files', 'parts', 'onFile'].includes(c);
-
-const PLACEMENTS = ['root', 'encapsulated', 'late'] as const;
 
 /** Each way of consuming, with pathgate registered each way. */
 const orders: Row[] = PLACEMENTS.flatMap((placement) =>
