@@ -150,9 +150,21 @@ function passes(
 }
 
 /**
+ * A parsed multipart body holding a Buffer: `attachFieldsToBody: 'keyValues'`
+ * made it of a file part (a field's value is a string, or what its JSON
+ * holds), so after a late start, a file no one checked.
+ */
+function holdsFileBuffer(body: unknown): boolean {
+  return (
+    typeof body === 'object' && body !== null && Object.values(body).flat().some(Buffer.isBuffer)
+  );
+}
+
+/**
  * After a late start: a multipart body already parsed (attachFieldsToBody)
  * went past the wrappers, and past their last step, the required files'
- * check, made here. A body holding files was denied already (`checkFiles`).
+ * check, made here. A body holding file parts was denied already
+ * (`checkFiles`); one holding keyValues' Buffers is denied here.
  */
 function parsedFilesMet(
   request: FastifyRequest,
@@ -162,6 +174,7 @@ function parsedFilesMet(
 ): boolean {
   const { body } = request;
   if (body === undefined || !isMultipart(request) || holdsUncheckedFile(body)) return true;
+  if (holdsFileBuffer(body)) return !sendDenial(request, reply, UNEXPECTED_FILE, settings);
   const result = state.guard.checkMissingFiles(state.info.files);
   return result.ok || !sendDenial(request, reply, result.denial, settings);
 }

@@ -271,11 +271,15 @@ describe('routes no other hook touches keep working, checked once', () => {
 
 describe('on a route with a file spec, the hooks pathgate added are removed', () => {
   /** `POST /up/:dir`, which stores its one file where pathgate says, marked for the hook. */
-  async function uploadApp(attachFieldsToBody: boolean, replace: Replace) {
+  async function uploadApp(
+    attachFieldsToBody: boolean | 'keyValues',
+    replace: Replace,
+    pathgate = UPLOAD,
+  ) {
     const { app, root, count } = await gatedApp();
     await app.register(multipart, { preservePath: true, attachFieldsToBody });
     app.addHook('onRoute', onAuthRoute(replace));
-    app.post('/up/:dir', { config: { ...AUTH, pathgate: UPLOAD } }, async (req) => {
+    app.post('/up/:dir', { config: { ...AUTH, pathgate } }, async (req) => {
       count.calls++;
       if (attachFieldsToBody) return 'ran';
       const part = await req.file();
@@ -335,5 +339,20 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     const none = await postMultipart(port, '/up/uploads', [{ disposition: 'name="a"', data: 'x' }]);
     expect(none.json).toEqual(denied('file *', 'missing-path'));
     expect(count.calls).toBe(0);
+  });
+
+  it("attachFieldsToBody 'keyValues', an optional file spec, onRequest removed: a file parsed unchecked denies", async () => {
+    // keyValues turns each file part into a Buffer: the body holds no part to recognise.
+    const optional: RouteGuardOptions = {
+      mode: 'write',
+      paths: [{ file: true, under: 'uploads', optional: true }],
+    };
+    const { port, count } = await uploadApp('keyValues', without('onRequest'), optional);
+    const res = await postMultipart(port, '/up/uploads', part('../../evil.txt'));
+    expect(res.json).toEqual(denied('file', 'unexpected-file'));
+    expect(count.calls).toBe(0);
+    // No file: nothing unchecked, the handler runs.
+    const none = await postMultipart(port, '/up/uploads', [{ disposition: 'name="a"', data: 'x' }]);
+    expect([none.status, count.calls]).toEqual([200, 1]);
   });
 });
