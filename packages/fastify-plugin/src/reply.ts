@@ -17,16 +17,19 @@ function logFields(request: FastifyRequest, denial: PathDenial): object {
 /**
  * Close the connection after the answer when the body is still arriving,
  * with a lingering close: a plain close resets the socket under a fast
- * client, which then sees EPIPE instead of the 403.
+ * client, which then sees EPIPE instead of the 403. The answer ends the
+ * upload, so multipart's parser is unpiped: one left waiting for a reader
+ * of its part (`file()` leaves the rest unread) would pause the request
+ * again, and the rest would never be read and dropped (HTTP/2's stream too).
  */
 function closeIfBodyPending(
   request: FastifyRequest,
   reply: FastifyReply,
   settings: PathgateSettings,
 ): void {
-  if (bodyPending(request.raw) && lingerClose(request.raw, settings.linger)) {
-    reply.header('connection', 'close');
-  }
+  if (!bodyPending(request.raw)) return;
+  request.raw.unpipe();
+  if (lingerClose(request.raw, settings.linger)) reply.header('connection', 'close');
 }
 
 /**

@@ -6,6 +6,7 @@ import multipart, { type FastifyMultipartOptions, type MultipartFile } from '@fa
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../../test/answer.js';
+import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate from '../src/index.js';
 import {
   BOUNDARY,
@@ -99,6 +100,7 @@ const SPECS = {
 
 interface Seen {
   calls: number;
+  pings: number;
   /** onDeny calls: one per refused request, one per would-be deny in report-only mode. */
   denies: number;
 }
@@ -163,6 +165,8 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
   const options = {
     root,
     fs: RULES,
+    // Past the deadline: a lingering close ends when the client's FIN is read, never on the timer.
+    lingerMs: 60_000,
     ...(mode === 'report' ? { reportOnly: true } : {}),
     onDeny: () => {
       seen.denies++;
@@ -197,6 +201,10 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
       },
     );
   };
+  app.get('/ping', async () => {
+    seen.pings++;
+    return 'pong';
+  });
   if (placement === 'encapsulated' || placement === 'late-plugin') {
     await app.register(routes);
   } else {
@@ -255,7 +263,7 @@ function post(port: number, body: Buffer, root: string, spool: string): Promise<
 async function runRow(row: Row): Promise<void> {
   const root = sandbox();
   const spool = sandbox();
-  const seen: Seen = { calls: 0, denies: 0 };
+  const seen: Seen = { calls: 0, pings: 0, denies: 0 };
   const port = await build(row, root, spool, seen);
   const got = await post(port, multipartBody(row.parts), root, spool);
   const statuses = [row.status].flat();
@@ -620,4 +628,39 @@ describe.each([
   ['a body schema (sharedSchemaId)', schemas],
 ])('upload matrix: %s', (_, rows) => {
   it.each(rows.map((row) => [row.name, row] as const))('%s', (_, row) => runRow(row));
+});
+
+describe('upload matrix: a request pipelined behind an upload answered while it arrives', () => {
+  it.each(ALL)(
+    '%s: one answer, the rest read and dropped up to the FIN, no handler runs for the request behind',
+    async (consume) => {
+      const root = sandbox();
+      const seen: Seen = { calls: 0, pings: 0, denies: 0 };
+      const row: Row = { name: consume, consume, parts: [], status: 403 };
+      const port = await build(row, root, sandbox(), seen);
+      const body = multipartBody([
+        good('a.bin', 256 * KB),
+        file('upload', '../x.bin', randomBytes(512 * KB)),
+      ]);
+      const refused = rawRequest(
+        'POST /up HTTP/1.1',
+        [
+          `content-type: multipart/form-data; boundary=${BOUNDARY}`,
+          `content-length: ${body.length}`,
+        ],
+        body,
+      );
+      const behind = rawRequest('GET /ping HTTP/1.1');
+      const result = await exchangeRaw(port, [Buffer.concat([refused, behind])], {
+        timeoutMs: DEADLINE,
+      });
+      // file() hands out the first part only: its handler answers, the rest
+      // unread, and still piped into multipart's parser.
+      const status = consume === 'file' ? 200 : 403;
+      expect(result.responses.map((r) => [r.status, r.headers.connection])).toEqual([
+        [status, 'close'],
+      ]);
+      expect([result.closed, seen.pings]).toEqual([true, 0]);
+    },
+  );
 });
