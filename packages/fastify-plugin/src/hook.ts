@@ -15,7 +15,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { PathgateRouteConfigError } from './errors.js';
-import { guardMultipart, holdsUncheckedFile } from './multipart.js';
+import { guardMultipart, holdsFileBuffer, holdsUncheckedFile } from './multipart.js';
 import type { PathgateSettings } from './options.js';
 import { createOnSend, sendDenial } from './reply.js';
 import { type RequestState, startState, stateOf } from './request-state.js';
@@ -147,17 +147,6 @@ function passes(
   if (denial !== undefined && sendDenial(request, reply, denial, settings)) return false;
   state.checked = true;
   return true;
-}
-
-/**
- * A parsed multipart body holding a Buffer: `attachFieldsToBody: 'keyValues'`
- * made it of a file part (a field's value is a string, or what its JSON
- * holds), so after a late start, a file no one checked.
- */
-function holdsFileBuffer(body: unknown): boolean {
-  return (
-    typeof body === 'object' && body !== null && Object.values(body).flat().some(Buffer.isBuffer)
-  );
 }
 
 /**

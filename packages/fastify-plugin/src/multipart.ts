@@ -59,15 +59,30 @@ async function* clientErrors<T>(parts: AsyncIterable<T>): AsyncGenerator<T> {
 /** Every file part the guard has checked. */
 const checked = new WeakSet<object>();
 
+/** Whether a parsed body holds a value, or an element of an array value, passing `test`. */
+function someBodyValue(body: unknown, test: (value: unknown) => boolean): boolean {
+  return typeof body === 'object' && body !== null && Object.values(body).flat().some(test);
+}
+
 /**
  * A body (attachFieldsToBody, or a user's hook) holding a multipart file part
  * that never went through the guard: fail closed.
  */
 export function holdsUncheckedFile(body: unknown): boolean {
-  if (typeof body !== 'object' || body === null) return false;
-  return Object.values(body)
-    .flat()
-    .some((v) => typeof v === 'object' && v !== null && v.type === 'file' && !checked.has(v));
+  return someBodyValue(
+    body,
+    (v) => typeof v === 'object' && v !== null && (v as Part).type === 'file' && !checked.has(v),
+  );
+}
+
+/**
+ * A parsed multipart body holding a Buffer: `attachFieldsToBody: 'keyValues'`
+ * made it of a file part (a field's value is a string, or what its JSON
+ * holds), so after a late start, a file no one checked. Not merged with
+ * `holdsUncheckedFile`: after a normal start, these Buffers were checked.
+ */
+export function holdsFileBuffer(body: unknown): boolean {
+  return someBodyValue(body, (v) => Buffer.isBuffer(v));
 }
 
 /** The denied part is already in multipart's shared `fields` (the attachFieldsToBody body): take it out. */
