@@ -17,20 +17,23 @@ import type { ValuesReader } from './route-values.js';
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
 const NO_FILES: readonly CheckedFile[] = [];
 
+type UnreadBody = 'multipart' | 'other';
+
 /**
- * A multipart body (any `multipart/*`, as multer reads) that no parser has
- * read yet. `req.is()` answers null for a request without a body (no
- * transfer-encoding, no content-length), so a GET skips it: the same answer,
- * without parsing the content type. The headers come first: a GET has no
- * `req.body`, and looking one up misses along the whole prototype chain
- * (about 0.5 µs per request here).
+ * A body no parser has read yet: `multipart` (any `multipart/*`, as multer
+ * reads), or `other` (not empty). `req.is()` answers null for a request
+ * without a body (no transfer-encoding, no content-length), so a GET skips
+ * it: the same answer, without parsing the content type. The headers come
+ * first: a GET has no `req.body`, and looking one up misses along the whole
+ * prototype chain (about 0.5 µs per request here).
  */
-function unreadMultipart(req: Request): boolean {
+function unreadBody(req: Request): UnreadBody | undefined {
   const { headers } = req;
-  if (headers['transfer-encoding'] === undefined && headers['content-length'] === undefined) {
-    return false;
-  }
-  return req.body === undefined && typeof req.is('multipart') === 'string';
+  const length = headers['content-length'];
+  if (headers['transfer-encoding'] === undefined && length === undefined) return undefined;
+  if (req.body !== undefined) return undefined;
+  if (typeof req.is('multipart') === 'string') return 'multipart';
+  return length === '0' ? undefined : 'other';
 }
 
 /**
@@ -96,14 +99,22 @@ export function routeMiddleware({
 }: RouteMiddlewareParts): PathgateHandler {
   const { reportOnly } = settings;
   const { expectsFiles } = guard;
-  // What a deny names when no gate.multer() will read the body these specs need.
-  const unreadLabel = guard.bodyLabel ?? guard.fileLabel;
+  const { bodyLabel } = guard;
+  // What a deny names when no parser or gate.multer() reads the body these specs need.
+  const unreadLabel = bodyLabel ?? guard.fileLabel;
   const warnUnknownParams = unknownParamsWarner(settings, params);
   const warn = misconfiguredOnce(settings);
-  const warnUnparsed = (req: Request) =>
+  /** The unread body these specs cannot check: none that a gate.multer() after us will read. */
+  const uncheckable = (body: UnreadBody | undefined, deferred: boolean) => {
+    if (body === 'multipart') return deferred || unreadLabel === undefined ? undefined : body;
+    return bodyLabel === undefined ? undefined : body;
+  };
+  const warnUnparsed = (req: Request, body: UnreadBody) =>
     warn(
       req,
-      'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate',
+      body === 'multipart'
+        ? 'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate'
+        : 'a request body no parser had read reached a gate with body specs: its values cannot be checked; put the body parser before the gate (express.json(), express.urlencoded()); a body of a type no parser before the gate reads is denied',
     );
   /** The route's checks; `denials` (report-only) collects every deny, and none stops the rest. */
   const check = (
@@ -123,15 +134,15 @@ export function routeMiddleware({
   };
   const pathgate: RequestHandler = (req, res, next) => {
     const info = guard.newInfo();
-    const multipart = unreadMultipart(req);
-    const deferred = multipart && uploadFollows(req, pathgate);
-    // A body no gate.multer() will read: its specs, even optional ones, cannot be checked.
-    const unread = multipart && !deferred && unreadLabel !== undefined;
+    const body = unreadBody(req);
+    const deferred = body === 'multipart' && uploadFollows(req, pathgate);
+    // Its specs, even optional ones, deny: skipped, they would let unchecked values through.
+    const unread = uncheckable(body, deferred);
     const denials: PathDenial[] | undefined = reportOnly ? [] : undefined;
-    const result = check(req, info, deferred, unread, denials);
+    const result = check(req, info, deferred, unread !== undefined, denials);
     const refused = result.ok ? denials : [...(denials ?? []), result.denial];
     if (refused !== undefined && refused.length > 0) {
-      if (unread) warnUnparsed(req);
+      if (unread !== undefined) warnUnparsed(req, unread);
       warnUnknownParams(req, pathgate);
       for (const denial of refused) if (!deny(denial, req, res, next)) return;
     }

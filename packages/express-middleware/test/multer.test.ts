@@ -505,12 +505,15 @@ describe('wiring', () => {
         message: expect.stringContaining('no gate.multer() middleware after it'),
       }),
     ]);
-    // Not multipart: nothing is left unread, and the optional value is simply absent.
+    // Not multipart, and no parser read it: denied too (unparsed-body.test.ts).
     const json = await request(served.port, 'POST', '/plain-optional', {
       headers: { 'content-type': 'application/json' },
       body: '{}',
     });
-    expect(json.status).toBe(200);
+    expect(json.status).toBe(403);
+    // No body: nothing is left unread, and the optional value is simply absent.
+    const none = await request(served.port, 'POST', '/plain-optional');
+    expect(none.status).toBe(200);
   });
 
   it('another multipart/* type (multipart/mixed) is refused with 415 by the gate multer, not a 500', async () => {
