@@ -8,7 +8,13 @@ import { readOwn } from '@pathgate/core';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.js';
-import { foldersMadeBy, onceMoreIfGone, removeEmptyFolders } from './folders.js';
+import {
+  foldersHeldBy,
+  type Held,
+  holdFolder,
+  onceMoreIfGone,
+  removeEmptyFolders,
+} from './folders.js';
 
 export interface DiskStorageOptions {
   /** Replace an existing file (still never through a symlink). Default `false`: an existing target is a 409. */
@@ -63,10 +69,11 @@ const PATH_MAX = 4096;
  * root, refusing any component that is a symlink or not a directory
  * (`mkdir -p` would follow a planted link out of the root). A name or a path
  * too long for the file system is refused first, so no empty directory is
- * left for it. Adds each directory it makes to `made` at once, so those it
- * made before a failure further down (no inode left) are removed too.
+ * left for it. Holds each directory it makes at once, so those it made
+ * before a failure further down (no inode left) are removed too, and each
+ * one it enters that another upload in flight made (`holdFolder`).
  */
-async function ensureParent(root: string, target: string, made: string[]): Promise<void> {
+async function ensureParent(root: string, target: string, held: Held): Promise<void> {
   // A path another gate's policy checked, under another root: the walk below
   // could not vouch for its directories (a server misconfiguration: a 500).
   if (root !== '/' && !target.startsWith(`${root}/`)) {
@@ -86,9 +93,10 @@ async function ensureParent(root: string, target: string, made: string[]): Promi
     current = `${current}/${segment}`;
     try {
       await mkdir(current);
-      made.push(current);
+      holdFolder(held, current, true);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      holdFolder(held, current, false);
     }
     if (!(await lstat(current)).isDirectory()) {
       throw refuse(NOT_A_DIRECTORY);
@@ -209,18 +217,18 @@ interface Placement {
 
 /**
  * Stores one part at its target, making the folders on the way (the
- * request's: `foldersMadeBy`). A failure removes those it left empty.
+ * request's: `foldersHeldBy`). A failure removes those it left empty.
  */
 async function store(req: Request, file: File, { root, target, overwrite }: Placement) {
-  const made = foldersMadeBy(req);
+  const held = foldersHeldBy(req);
   try {
     const created = await onceMoreIfGone(async () => {
-      await ensureParent(root, target, made);
+      await ensureParent(root, target, held);
       return createFor(target, overwrite);
     });
     return overwrite ? await replaceFile(file, target, created) : await writeNew(file, created);
   } catch (error) {
-    await removeEmptyFolders(made);
+    await removeEmptyFolders(held);
     throw error;
   }
 }
@@ -289,7 +297,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         .catch((error: NodeJS.ErrnoException) => {
           if (error.code !== 'ENOENT') throw error;
         })
-        .then(() => removeEmptyFolders(foldersMadeBy(req)))
+        .then(() => removeEmptyFolders(foldersHeldBy(req)))
         .then(() => callback(null), callback);
     },
   };

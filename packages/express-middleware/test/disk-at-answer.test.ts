@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import express from 'express';
@@ -89,6 +89,42 @@ function post(path: string, body: Buffer | string): Promise<Answered> {
 
 const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart(parts));
 
+/**
+ * An upload sent in two steps: its first part, up to where the storage has
+ * created `first`'s file on disk; then, on `finish()`, the rest.
+ */
+async function halfSent(path: string, parts: readonly RawPart[], first: string) {
+  const body = multipart(parts);
+  const rest = body.indexOf(`--${BOUNDARY}`, 1);
+  const req = http.request({
+    host: '127.0.0.1',
+    port: served.port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: { 'content-type': MULTIPART, 'content-length': body.length },
+  });
+  const answer = new Promise<Answered>((resolve, reject) => {
+    req.on('response', (res) => {
+      const answered = { status: res.statusCode ?? 0, disk: disk() };
+      res.resume();
+      res.on('end', () => resolve(answered));
+    });
+    req.on('error', reject);
+  });
+  req.write(body.subarray(0, rest));
+  for (let waited = 0; !existsSync(join(root, 'uploads', first)); waited += 5) {
+    if (waited > 5000) throw new Error(`the storage never created ${first}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return {
+    finish: () => {
+      req.end(body.subarray(rest));
+      return answer;
+    },
+  };
+}
+
 /** A file part whose body the request ends inside: no closing boundary. */
 const cut = (field: string, name: string) =>
   `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${name}"\r\n` +
@@ -171,6 +207,28 @@ describe('the folders a failed upload made', () => {
   it('a successful upload keeps its folders', async () => {
     const got = await upload('/docs', [filePart('docs', 'made/deep/ok.bin')]);
     expect(got).toEqual({ status: 201, disk: ['made/', 'made/deep/', 'made/deep/ok.bin'] });
+  });
+
+  it('two failed uploads in one new folder: the second to fail removes it, though the first made it', async () => {
+    const parts = (name: string) => [filePart('docs', name), filePart('docs', '../denied.bin')];
+    const maker = await halfSent('/docs', parts('new/a/one.bin'), 'new/a/one.bin');
+    const enterer = await halfSent('/docs', parts('new/a/two.bin'), 'new/a/two.bin');
+    // The maker fails first: its folders still hold the other upload's file.
+    expect(await maker.finish()).toEqual({
+      status: 403,
+      disk: ['new/', 'new/a/', 'new/a/two.bin'],
+    });
+    expect(await enterer.finish()).toEqual({ status: 403, disk: [] });
+  });
+
+  it('a folder made for an upload whose response is over is no longer shared: it stays, empty', async () => {
+    expect((await upload('/docs', [filePart('docs', 'kept/ok.bin')])).status).toBe(201);
+    rmSync(join(root, 'uploads', 'kept', 'ok.bin')); // the handler moved it away
+    const failed = await upload('/docs', [
+      filePart('docs', 'kept/no.bin'),
+      filePart('docs', '../x'),
+    ]);
+    expect(failed).toEqual({ status: 403, disk: ['kept/'] });
   });
 
   it('an upload beside a failing one, to the same new folder, is stored', async () => {
