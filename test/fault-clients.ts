@@ -53,6 +53,19 @@ function open(port: number, sent: Sent, headers: http.OutgoingHttpHeaders | unde
   });
 }
 
+/** Waits for `drain` or `close`, whichever comes first, leaving no listener behind. */
+function drainedOrClosed(req: http.ClientRequest): Promise<void> {
+  return new Promise((next) => {
+    const done = () => {
+      req.off('drain', done);
+      req.off('close', done);
+      next();
+    };
+    req.once('drain', done);
+    req.once('close', done);
+  });
+}
+
 /**
  * One request on its own connection. The client writes the chunks in order,
  * `gapMs` apart, and stops writing as soon as a response arrives, like a
@@ -94,12 +107,7 @@ export function exchange(port: number, sent: Sent): Promise<Answer> {
         if (i > 0 && sent.gapMs) await sleep(sent.gapMs);
         if (settled || answer.status !== undefined || req.destroyed) return;
         answer.sent += chunk.length;
-        if (!req.write(chunk)) {
-          await new Promise((next) => {
-            req.once('drain', next);
-            req.once('close', next);
-          });
-        }
+        if (!req.write(chunk)) await drainedOrClosed(req);
       }
       if (!req.destroyed) req.end();
     })();
