@@ -16,6 +16,7 @@ import {
   type RawPart,
   type Served,
   serve,
+  sleep,
   tempRoot,
 } from './helpers.js';
 
@@ -66,25 +67,32 @@ interface Answered {
   disk: string[];
 }
 
-/** Posts `body` as multipart/form-data with its exact length; reads the disk as the answer arrives. */
-function post(path: string, body: Buffer | string): Promise<Answered> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port: served.port,
-      method: 'POST',
-      path,
-      agent: false,
-      headers: { 'content-type': MULTIPART, 'content-length': Buffer.byteLength(body) },
-    });
+/** Begins a multipart/form-data POST of `length` bytes; its answer reads the disk as it arrives. */
+function begin(path: string, length: number) {
+  const req = http.request({
+    host: '127.0.0.1',
+    port: served.port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: { 'content-type': MULTIPART, 'content-length': length },
+  });
+  const answer = new Promise<Answered>((resolve, reject) => {
     req.on('response', (res) => {
       const answered = { status: res.statusCode ?? 0, disk: disk() };
       res.resume();
       res.on('end', () => resolve(answered));
     });
     req.on('error', reject);
-    req.end(body);
   });
+  return { req, answer };
+}
+
+/** Posts `body` with its exact length. */
+function post(path: string, body: Buffer | string): Promise<Answered> {
+  const { req, answer } = begin(path, Buffer.byteLength(body));
+  req.end(body);
+  return answer;
 }
 
 const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart(parts));
@@ -96,26 +104,11 @@ const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart
 async function halfSent(path: string, parts: readonly RawPart[], first: string) {
   const body = multipart(parts);
   const rest = body.indexOf(`--${BOUNDARY}`, 1);
-  const req = http.request({
-    host: '127.0.0.1',
-    port: served.port,
-    method: 'POST',
-    path,
-    agent: false,
-    headers: { 'content-type': MULTIPART, 'content-length': body.length },
-  });
-  const answer = new Promise<Answered>((resolve, reject) => {
-    req.on('response', (res) => {
-      const answered = { status: res.statusCode ?? 0, disk: disk() };
-      res.resume();
-      res.on('end', () => resolve(answered));
-    });
-    req.on('error', reject);
-  });
+  const { req, answer } = begin(path, body.length);
   req.write(body.subarray(0, rest));
   for (let waited = 0; !existsSync(join(root, 'uploads', first)); waited += 5) {
     if (waited > 5000) throw new Error(`the storage never created ${first}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
   return {
     finish: () => {
