@@ -54,7 +54,7 @@ function open(port: number, sent: Sent, headers: http.OutgoingHttpHeaders | unde
 }
 
 /** Waits for `drain` or `close`, whichever comes first, leaving no listener behind. */
-function drainedOrClosed(req: http.ClientRequest): Promise<void> {
+export function drainedOrClosed(req: http.ClientRequest): Promise<void> {
   return new Promise((next) => {
     const done = () => {
       req.off('drain', done);

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { drainedOrClosed } from '../../../test/fault-clients.js';
 import { BOUNDARY, MULTIPART } from './helpers.js';
 
 // Two real clients streaming a large multipart upload, optionally throttled:
@@ -100,18 +101,7 @@ export function httpUpload(spec: UploadSpec): Promise<UploadOutcome> {
     (async () => {
       for await (const chunk of bodyChunks(spec, counter)) {
         if (done || req.destroyed) return;
-        if (!req.write(chunk)) {
-          await new Promise<void>((next) => {
-            // Whichever comes first; the other listener is removed so they do not pile up.
-            const go = () => {
-              req.off('drain', go);
-              req.off('close', go);
-              next();
-            };
-            req.once('drain', go);
-            req.once('close', go);
-          });
-        }
+        if (!req.write(chunk)) await drainedOrClosed(req);
       }
       if (!req.destroyed) req.end();
     })();
