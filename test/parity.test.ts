@@ -71,6 +71,25 @@ describe('where the frameworks read a request differently (README, "The same req
     });
   });
 
+  it('a body no parser reads: Fastify reads text as a string or answers 415, Express denies it unread', async () => {
+    const missing = { status: 403, body: denyBody({ reason: 'missing-path', label: 'body.from' }) };
+    const body = Buffer.from('{"from":"uploads/a","to":"uploads/b"}');
+    const text = await both({
+      method: 'POST',
+      path: '/move',
+      headers: { 'content-type': 'text/plain' },
+      body,
+    });
+    expect(text).toEqual([missing, missing]);
+    const [fromFastify, fromExpress] = await both({
+      method: 'POST',
+      path: '/move',
+      headers: { 'content-type': 'application/xml' },
+      body,
+    });
+    expect([fromFastify.status, fromExpress]).toEqual([415, missing]);
+  });
+
   it.each([
     ['an empty wildcard', '/files/', [403, 404]],
     ['another case', '/DOC/report.pdf', [404, 200]],
