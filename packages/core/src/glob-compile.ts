@@ -59,8 +59,11 @@ function splitOnSlash(tokens: readonly GlobToken[]): GlobSegment[] {
   return segments;
 }
 
+// Only written `.` and `..` segments are path steps: one from brace characters
+// (`a/{..,b}`) is glob syntax, as in the unexpanded text, so it names a segment
+// no canonical path holds instead of climbing out of the literal root.
 const segmentKind = (s: GlobSegment): SegmentKind =>
-  s.literal === undefined ? 'name' : pathSegmentKind(s.literal);
+  s.literal === undefined || s.syntax ? 'name' : pathSegmentKind(s.literal);
 
 function refusePopOfSyntax(popped: GlobSegment): void {
   if (popped.syntax) throw new GlobSyntaxError('".." cannot pop a segment holding glob syntax');
