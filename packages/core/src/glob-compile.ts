@@ -29,6 +29,8 @@ interface GlobSegment {
   readonly literal: string | undefined;
   /** Holds a wildcard, a class, or characters from braces. */
   readonly syntax: boolean;
+  /** Only plain characters: when it reads `.` or `..`, it is a path step. */
+  readonly plain: boolean;
 }
 
 /** One segment of a pattern below its literal root. */
@@ -39,11 +41,12 @@ function toSegment(tokens: GlobToken[]): GlobSegment {
     ? tokens.map((t) => (t as { value: string }).value).join('')
     : undefined;
   const syntax = tokens.some((t) => t.type !== 'char' || t.syntax);
-  return { tokens, literal, syntax };
+  const plain = tokens.every((t) => t.type === 'char' && t.plain);
+  return { tokens, literal, syntax, plain };
 }
 
 function literalSegment(text: string): GlobSegment {
-  return { tokens: [], literal: text, syntax: false };
+  return { tokens: [], literal: text, syntax: false, plain: true };
 }
 
 function splitOnSlash(tokens: readonly GlobToken[]): GlobSegment[] {
@@ -59,11 +62,11 @@ function splitOnSlash(tokens: readonly GlobToken[]): GlobSegment[] {
   return segments;
 }
 
-// Only written `.` and `..` segments are path steps: one from brace characters
-// (`a/{..,b}`) is glob syntax, as in the unexpanded text, so it names a segment
-// no canonical path holds instead of climbing out of the literal root.
+// Only written `.` and `..` segments are path steps: one from braces (`a/{..,b}`)
+// or escapes (`a/\.\.`) names a segment no canonical path holds, as in the
+// unexpanded text, instead of climbing out of the literal root.
 const segmentKind = (s: GlobSegment): SegmentKind =>
-  s.literal === undefined || s.syntax ? 'name' : pathSegmentKind(s.literal);
+  s.plain ? pathSegmentKind(s.literal as string) : 'name';
 
 function refusePopOfSyntax(popped: GlobSegment): void {
   if (popped.syntax) throw new GlobSyntaxError('".." cannot pop a segment holding glob syntax');

@@ -9,10 +9,11 @@ import {
  * Expand: a syntax tree → its brace-free alternatives. Each token remembers
  * whether it is glob syntax: wildcards and classes always, and literal
  * characters that came from inside braces (so `{a,b}` still counts as glob
- * syntax for the literal root and for `..`, as in the unexpanded text).
+ * syntax for the literal root and for `..`, as in the unexpanded text), and
+ * whether it is `plain`: written as it is, neither escaped nor from braces.
  */
 export type GlobToken =
-  | { type: 'char'; value: string; syntax: boolean }
+  | { type: 'char'; value: string; syntax: boolean; plain: boolean }
   | { type: 'slash' }
   | StarNode
   | { type: 'any' }
@@ -22,7 +23,8 @@ export type GlobToken =
 const MAX_EXPANSIONS = 1024;
 
 function token(node: Exclude<GlobNode, { type: 'brace' }>, braced: boolean): GlobToken {
-  return node.type === 'char' ? { type: 'char', value: node.value, syntax: braced } : node;
+  if (node.type !== 'char') return node;
+  return { type: 'char', value: node.value, syntax: braced, plain: !braced && !node.escaped };
 }
 
 export function expandGlob(nodes: readonly GlobNode[], braced = false): GlobToken[][] {

@@ -8,7 +8,7 @@
 export type CodePointRange = readonly [number, number];
 
 export type GlobNode =
-  | { type: 'char'; value: string }
+  | { type: 'char'; value: string; escaped?: true }
   | { type: 'slash' }
   | StarNode
   | { type: 'any' }
@@ -57,7 +57,7 @@ class Parser {
       case '?':
         return { type: 'any' };
       case '\\':
-        return { type: 'char', value: this.escaped() };
+        return { type: 'char', value: this.escaped(), escaped: true };
       case '[':
         return this.charClass();
       case '{':

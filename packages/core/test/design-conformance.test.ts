@@ -947,6 +947,11 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['/srv/{../../etc,x}/passwd', '/srv/x/passwd', true],
       ['/srv/{uploads,..}/x', '/x', false],
       ['/srv/{uploads,..}/x', '/srv/uploads/x', true],
+      // So is an escaped one: `\.\.` names a file `..`, it is no step.
+      ['/srv/uploads/\\.\\./config', '/srv/config', false],
+      ['/srv/uploads/\\../config', '/srv/config', false],
+      ['/srv/uploads/\\./x', '/srv/uploads/x', false],
+      ['/srv/uploads/\\.env', '/srv/uploads/.env', true],
     ];
     it.each(rows)('%j vs %j → %s', (glob, path, allowed) => {
       expect(checkFs(policy([glob]), path, 'read').outcome).toBe(allowed ? 'allow' : 'deny');
