@@ -1,4 +1,4 @@
-import { expandGlob, type GlobToken } from './glob-expand.js';
+import { type BraceEdge, expandGlob, type GlobToken } from './glob-expand.js';
 import { GlobSyntaxError, parseGlob } from './glob-parse.js';
 import { pathSegmentKind, type SegmentKind, walkSegments } from './segments.js';
 import { matchSequence, type SequencePattern } from './sequence-match.js';
@@ -36,12 +36,12 @@ interface GlobSegment {
 /** One segment of a pattern below its literal root. */
 type SegmentMatcher = { globstar: true } | { globstar: false; test(segment: string): boolean };
 
-function toSegment(tokens: GlobToken[]): GlobSegment {
+function toSegment(tokens: GlobToken[], braced: boolean): GlobSegment {
   const literal = tokens.every((t) => t.type === 'char')
     ? tokens.map((t) => (t as { value: string }).value).join('')
     : undefined;
-  const syntax = tokens.some((t) => t.type !== 'char' || t.syntax);
-  const plain = tokens.every((t) => t.type === 'char' && t.plain);
+  const syntax = braced || tokens.some((t) => t.type !== 'char' || t.syntax);
+  const plain = !braced && tokens.every((t) => t.type === 'char' && t.plain);
   return { tokens, literal, syntax, plain };
 }
 
@@ -49,16 +49,19 @@ function literalSegment(text: string): GlobSegment {
   return { tokens: [], literal: text, syntax: false, plain: true };
 }
 
-function splitOnSlash(tokens: readonly GlobToken[]): GlobSegment[] {
+function splitOnSlash(tokens: readonly (GlobToken | BraceEdge)[]): GlobSegment[] {
   const segments: GlobSegment[] = [];
   let current: GlobToken[] = [];
+  let braced = false;
   for (const t of tokens) {
     if (t.type === 'slash') {
-      segments.push(toSegment(current));
+      segments.push(toSegment(current, braced));
       current = [];
-    } else current.push(t);
+      braced = false;
+    } else if (t.type === 'edge') braced = true;
+    else current.push(t);
   }
-  segments.push(toSegment(current));
+  segments.push(toSegment(current, braced));
   return segments;
 }
 
@@ -217,7 +220,7 @@ const holdsSlash = (segment: GlobSegment): boolean =>
     : segment.tokens.some((t) => t.type === 'char' && t.value === '/');
 
 function compileAlternative(
-  tokens: readonly GlobToken[],
+  tokens: readonly (GlobToken | BraceEdge)[],
   base: readonly string[] | undefined,
   dot: boolean,
 ): CompiledGlob {

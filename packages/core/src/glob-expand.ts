@@ -19,6 +19,14 @@ export type GlobToken =
   | { type: 'any' }
   | { type: 'class'; negated: boolean; ranges: readonly CodePointRange[] };
 
+/**
+ * Where braces stood, at both ends of the alternative chosen: zero-width, so a
+ * segment that braces touched counts as glob syntax even when they gave it
+ * nothing (`{x,}..` is no `..`, `{,}` no empty segment).
+ */
+export type BraceEdge = { type: 'edge' };
+const EDGE: BraceEdge = { type: 'edge' };
+
 /** Rule text is configuration, but `{a,b}{a,b}…` still must not explode at build time. */
 const MAX_EXPANSIONS = 1024;
 
@@ -27,8 +35,11 @@ function token(node: Exclude<GlobNode, { type: 'brace' }>, braced: boolean): Glo
   return { type: 'char', value: node.value, syntax: braced, plain: !braced && !node.escaped };
 }
 
-export function expandGlob(nodes: readonly GlobNode[], braced = false): GlobToken[][] {
-  let results: GlobToken[][] = [[]];
+export function expandGlob(
+  nodes: readonly GlobNode[],
+  braced = false,
+): (GlobToken | BraceEdge)[][] {
+  let results: (GlobToken | BraceEdge)[][] = [[]];
   for (const node of nodes) {
     if (node.type !== 'brace') {
       const t = token(node, braced);
@@ -39,7 +50,7 @@ export function expandGlob(nodes: readonly GlobNode[], braced = false): GlobToke
     if (results.length * alternatives.length > MAX_EXPANSIONS) {
       throw new GlobSyntaxError(`braces expand to more than ${MAX_EXPANSIONS} alternatives`);
     }
-    results = results.flatMap((head) => alternatives.map((tail) => [...head, ...tail]));
+    results = results.flatMap((head) => alternatives.map((tail) => [...head, EDGE, ...tail, EDGE]));
   }
   return results;
 }

@@ -952,6 +952,16 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['/srv/uploads/\\../config', '/srv/config', false],
       ['/srv/uploads/\\./x', '/srv/uploads/x', false],
       ['/srv/uploads/\\.env', '/srv/uploads/.env', true],
+      // A segment a brace touches is no step even when its alternative is empty:
+      // `{x,}..` is not the text `..`, nor `{,}` an empty segment.
+      ['/srv/uploads/{x,}../config', '/srv/config', false],
+      ['/srv/uploads/..{/,x}config', '/srv/config', false],
+      ['/srv/uploads/{/,x}../config', '/srv/config', false],
+      ['/srv/uploads/{,}/config', '/srv/uploads/config', false],
+      ['/srv/a/{,b}/x', '/srv/a/x', false],
+      ['/srv/a/{,b}/x', '/srv/a/b/x', true],
+      ['/srv/a/{,b/}x', '/srv/a/x', true],
+      ['/srv/a/{,b/}x', '/srv/a/b/x', true],
     ];
     it.each(rows)('%j vs %j → %s', (glob, path, allowed) => {
       expect(checkFs(policy([glob]), path, 'read').outcome).toBe(allowed ? 'allow' : 'deny');
