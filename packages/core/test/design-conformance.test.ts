@@ -474,6 +474,15 @@ describe('inside(selector, root, options?) and escapes(selector, root, options?)
     ['args an array, key selector', 'path', [{ path: '/etc' }], false, false],
     ['args an array, index selector', [0], ['/etc'], false, true],
     ['args a number', 'path', 42, false, false],
+    // Reading pinned for "a key meets ... any non-object": a function is not read (no request
+    // parser yields one), so its own keys are missing.
+    [
+      'key meets a function',
+      ['p', 'q'],
+      { p: Object.assign(() => 0, { q: '/etc' }) },
+      false,
+      false,
+    ],
     // in-bounds undefined or hole: a failing value, not missing
     ['in-bounds undefined index', ['files', 0], { files: [undefined] }, false, true],
     ['in-bounds hole index', ['files', 0], { files: holeAt(2, 0, 'a') }, false, true],
@@ -556,6 +565,7 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['fs array-like', { root: '/srv', permissions: { fs: { length: 0 } } }, 'fs'],
       ['fs holds a number', { root: '/srv', permissions: { fs: [42] } }, /fs|rule/],
       ['fs holds null', { root: '/srv', permissions: { fs: ['a', null] } }, /fs|rule/],
+      ['fs holds a hole', { root: '/srv', permissions: { fs: holeAt(2, 0, 'a') } }, /fs|rule/],
       ['dot a string', { permissions: { fs: [] }, dot: 'true' }, 'dot'],
       ['dot a number', { permissions: { fs: [] }, dot: 1 }, 'dot'],
       ['dot null', { permissions: { fs: [] }, dot: null }, 'dot'],
@@ -621,6 +631,8 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['./reports:2024/*', 'reports:2024/q3', 'r'],
       ['r :x', 'r :x', 'r'],
       ['\u00e9:x', '\u00e9:x', 'r'],
+      ['r*:x', 'rab:x', 'r'], // `r*` is not only letters: no prefix
+      ['./!x', '!x', 'r'], // a `!` after `./` does not lead the glob
       ['r:rw:x', 'rw:x', 'r'], // the prefix is r; the glob is the literal name rw:x
       ['rw:r:x', 'r:x', 'rw'],
       ['rw:a:b:c', 'a:b:c', 'rw'],
@@ -634,6 +646,7 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       ['uploads/./x', 'uploads/x', 'r'],
       ['a/../uploads/x', 'uploads/x', 'r'], // .. pops a literal segment
       ['a/b/../../x', 'x', 'r'],
+      ['../srv/x', 'x', 'r'], // .. pops the root's own (literal) segment and comes back inside
       ['uploads/x/', 'uploads/x', 'r'],
       ['cafe\u0301/*', 'caf\u00e9/a', 'r'], // NFC
       ['caf\u00e9/*', 'cafe\u0301/a', 'r'],
