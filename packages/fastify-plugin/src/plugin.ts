@@ -2,12 +2,17 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { createAppWideHooks } from './hook.js';
 import { type PathgateOptions, readOptions } from './options.js';
-import { guardRoute, routesMayEscape } from './reach.js';
+import { guardRoute, registeredBelow, routesMayEscape } from './reach.js';
 import { kState, stateOf } from './request-state.js';
 import { RouteGuards } from './route-config.js';
 
 async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions): Promise<void> {
   const settings = readOptions(options);
+  if (registeredBelow(fastify)) {
+    throw new Error(
+      'pathgate: a context inside this one registered pathgate already; register it once per tree, at the root (a second policy needs a sibling context)',
+    );
+  }
   const guards = new RouteGuards(settings.policy);
   fastify.decorateRequest(kState, null);
   // A getter on the prototype: also null in contexts made before this

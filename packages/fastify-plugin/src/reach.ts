@@ -42,6 +42,20 @@ export function routesMayEscape(fastify: FastifyInstance): boolean {
   return children === undefined || children.length > 0;
 }
 
+/**
+ * Whether a context inside this one (made before this registration)
+ * decorates `request.pathgate` already: another pathgate registration, which
+ * Fastify's own check (it looks up the tree only) lets pass. Both would then
+ * guard that context's routes, each some of their values only. A list that
+ * cannot be found is taken as no context.
+ */
+export function registeredBelow(fastify: FastifyInstance): boolean {
+  return (childContexts(fastify) ?? []).some((child) => {
+    const context = child as FastifyInstance;
+    return context.hasRequestDecorator('pathgate') || registeredBelow(context);
+  });
+}
+
 /** Every hook function pathgate attached to a route. */
 const attached = new WeakSet<object>();
 

@@ -34,6 +34,30 @@ describe('the plugin', () => {
     app.register(pathgate, { fs: [] });
     await expect(app.ready()).rejects.toMatchObject({ code: 'FST_ERR_DEC_ALREADY_PRESENT' });
   });
+
+  it('registered above a context that registered its own: startup fails too', async () => {
+    // Fastify's decorator check looks up the tree only, so this order used
+    // to start: the root's policy then guarded some of that context's values
+    // and not others (a file route's body specs went unchecked by it).
+    const app = newApp();
+    await app.register(async (child) => {
+      await child.register(async (grandchild) => {
+        await grandchild.register(pathgate, { fs: [] });
+      });
+    });
+    app.register(pathgate, { fs: [] });
+    await expect(app.ready()).rejects.toThrow(
+      'pathgate: a context inside this one registered pathgate already',
+    );
+  });
+
+  it('sibling contexts may each register their own', async () => {
+    const app = newApp();
+    for (const prefix of ['/a', '/b']) {
+      await app.register(async (child) => child.register(pathgate, { fs: [] }), { prefix });
+    }
+    await expect(app.ready()).resolves.toBe(app);
+  });
 });
 
 describe('bad options throw at registration', () => {
