@@ -12,6 +12,7 @@ import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import { gateRoutePath, leaveRouteState, uploadFollows } from './route-state.js';
 import type { ValuesReader } from './route-values.js';
+import { uploadOf } from './upload.js';
 
 /** Checked before a multipart body is read; its fields and files are checked after multer. */
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
@@ -144,6 +145,13 @@ export function routeMiddleware({
     if (refused !== undefined && refused.length > 0) {
       if (unread !== undefined) warnUnparsed(req, unread);
       warnUnknownParams(req, pathgate);
+      const stored = reportOnly ? undefined : uploadOf(req);
+      if (stored !== undefined) {
+        // A gate after gate.multer(): what it stored goes before the 403, as its own denies do.
+        const [denial] = refused as [PathDenial];
+        void stored.removeStored().then(() => deny(denial, req, res, next));
+        return;
+      }
       for (const denial of refused) if (!deny(denial, req, res, next)) return;
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });

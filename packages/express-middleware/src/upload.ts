@@ -226,6 +226,11 @@ export class Upload {
     return onceRemoved(new PathgateDeniedError(denial), answer);
   }
 
+  /** Removes the files multer stored: a gate after this middleware denied the request. */
+  removeStored(): Promise<unknown> {
+    return removeAll(this.parts.req, this.parts.storage);
+  }
+
   /** multer's callback: its error, or the body fields and required files, then the handler. */
   finish(error: unknown): void {
     if (this.pending) {

@@ -135,3 +135,37 @@ describe('gate.multer().none() with app.use, before every route', () => {
     );
   });
 });
+
+describe('a gate after the gate.multer() that stored the files', () => {
+  it('denies a body value: the files multer stored are removed before the 403, as its own denies do', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const after = gate.read({ body: 't', under: 'uploads' });
+        app.post('/late', gate.write(FILE), gate.multer().single('f'), after, answer);
+      },
+      async (port, root, reached) => {
+        const bad = await upload(port, '/late', [filePart('f', 'a.txt'), fieldPart('t', '../x')]);
+        expect(bad.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'body.t' }));
+        expect(filesUnder(root)).toEqual([]);
+        const ok = await upload(port, '/late', [filePart('f', 'b.txt'), fieldPart('t', 'x')]);
+        expect(ok.json).toMatchObject({ file: join(root, 'uploads', 'b.txt') });
+        expect(filesUnder(root)).toEqual(['uploads/b.txt']);
+        expect(reached()).toBe(1);
+      },
+    );
+  });
+
+  it('sees no files: its required file spec is missing, and the stored file is removed', async () => {
+    await wired(
+      (app, gate, answer) => {
+        app.post('/twice', gate.write(FILE), gate.multer().single('f'), gate.write(FILE), answer);
+      },
+      async (port, root, reached) => {
+        const res = await upload(port, '/twice', [filePart('f', 'a.txt')]);
+        expect(res.json).toEqual(denyBody({ reason: 'missing-path', label: 'file f' }));
+        expect(filesUnder(root)).toEqual([]);
+        expect(reached()).toBe(0);
+      },
+    );
+  });
+});
