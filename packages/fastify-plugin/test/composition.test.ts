@@ -1,0 +1,263 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type RouteGuardOptions } from '../src/index.js';
+import { denied, listen, newApp, postJson, request, sandbox } from './helpers.js';
+
+// How the app is put together, rather than what the client sends: pathgate
+// inside or outside encapsulated contexts, two policies in sibling contexts,
+// schema coercion and defaults, user hooks that rewrite values before or
+// after the check, or answer first, route constraints. For each, what the
+// handler sees against what pathgate checked.
+
+const RULES = ['./public/**', 'rw:./uploads/**'];
+const READ_STAR: RouteGuardOptions = { mode: 'read', paths: [{ params: '*' }] };
+const WRITE_TO: RouteGuardOptions = { mode: 'write', paths: [{ body: 'to' }] };
+
+/** The handler: counts its calls, answers what it sees. */
+function handler() {
+  let calls = 0;
+  const answer = async (req: FastifyRequest) => {
+    calls += 1;
+    return { pathgate: req.pathgate, params: req.params, query: req.query, body: req.body };
+  };
+  return { answer, calls: () => calls };
+}
+
+const get = (port: number, path: string) => request(port, { path });
+
+describe('encapsulation: where pathgate is registered decides what it guards', () => {
+  it('two policies in sibling contexts: each route is checked by its own context only', async () => {
+    const root = sandbox();
+    const app = newApp();
+    const { answer, calls } = handler();
+    const context = (fs: string[]) => async (child: FastifyInstance) => {
+      await child.register(pathgate, { root, fs });
+      child.get('/f/*', { config: { pathgate: READ_STAR } }, answer);
+    };
+    await app.register(context(['./public/**']), { prefix: '/a' });
+    await app.register(context(['./docs/**']), { prefix: '/b' });
+    // No pathgate in this route's tree: its declaration guards nothing (README).
+    app.get('/c/*', { config: { pathgate: READ_STAR } }, answer);
+    const port = await listen(app);
+    expect((await get(port, '/a/f/public/x')).json).toMatchObject({
+      pathgate: { params: { '*': `${root}/public/x` } },
+    });
+    expect((await get(port, '/a/f/docs/x')).json).toEqual(
+      denied('params.*', 'path-not-in-allowlist'),
+    );
+    expect((await get(port, '/b/f/public/x')).status).toBe(403);
+    expect((await get(port, '/b/f/docs/x')).status).toBe(200);
+    expect((await get(port, '/c/..%2Fetc')).json).toEqual({ params: { '*': '../etc' }, query: {} });
+    expect(calls()).toBe(3);
+  });
+
+  it('inside a fastify-plugin wrapper it guards the parent context; inside a plain plugin, only its own', async () => {
+    const root = sandbox();
+    const wrapped = newApp();
+    await wrapped.register(fp(async (scope) => scope.register(pathgate, { root, fs: RULES })));
+    wrapped.get('/f/*', { config: { pathgate: READ_STAR } }, handler().answer);
+    const plain = newApp();
+    await plain.register(async (scope) => scope.register(pathgate, { root, fs: RULES }));
+    plain.get('/f/*', { config: { pathgate: READ_STAR } }, handler().answer);
+    expect((await get(await listen(wrapped), '/f/..%2Fetc')).status).toBe(403);
+    expect((await get(await listen(plain), '/f/..%2Fetc')).status).toBe(200);
+  });
+
+  it('routes declared in a prefixed context before pathgate was registered there are guarded', async () => {
+    const root = sandbox();
+    const app = newApp();
+    const { answer, calls } = handler();
+    await app.register(
+      async (scope) => {
+        scope.get('/f/*', { config: { pathgate: READ_STAR } }, answer);
+        await scope.register(pathgate, { root, fs: RULES });
+      },
+      { prefix: '/v1' },
+    );
+    const port = await listen(app);
+    expect((await get(port, '/v1/f/..%2F..%2Fetc')).status).toBe(403);
+    expect((await get(port, '/v1/f/public/a')).status).toBe(200);
+    expect(calls()).toBe(1);
+  });
+});
+
+describe('schema validation runs first: pathgate checks its result', () => {
+  async function schemaApp() {
+    const root = sandbox();
+    const app = newApp({
+      ajv: { customOptions: { coerceTypes: 'array', removeAdditional: 'all', useDefaults: true } },
+    });
+    await app.register(pathgate, { root, fs: RULES });
+    const { answer, calls } = handler();
+    const query = (d: string) => ({
+      type: 'object',
+      properties: {
+        p: { type: 'array', items: { type: 'string' } },
+        d: { type: 'string', default: d },
+      },
+    });
+    const paths = [
+      { query: 'p', optional: true },
+      { query: 'd', optional: true },
+    ];
+    app.get('/bad-default', {
+      schema: { querystring: query('../../etc/passwd') },
+      config: { pathgate: { mode: 'read', paths } },
+      handler: answer,
+    });
+    app.get('/good-default', {
+      schema: { querystring: query('public/default') },
+      config: { pathgate: { mode: 'read', paths } },
+      handler: answer,
+    });
+    app.post('/strip', {
+      schema: { body: { type: 'object', properties: { keep: { type: 'string' } } } },
+      config: { pathgate: WRITE_TO },
+      handler: answer,
+    });
+    return { root, port: await listen(app), calls };
+  }
+
+  it('a default filling a missing optional value is checked, and handed over', async () => {
+    const { root, port, calls } = await schemaApp();
+    expect((await get(port, '/bad-default')).json).toEqual(
+      denied('query.d', 'path-not-in-allowlist'),
+    );
+    expect((await get(port, '/bad-default?d=public/a')).status).toBe(200);
+    expect((await get(port, '/good-default')).json).toMatchObject({
+      pathgate: { query: { d: `${root}/public/default` } },
+      query: { d: 'public/default' },
+    });
+    expect(calls()).toBe(2);
+  });
+
+  it("coerceTypes 'array': a single value becomes a list, each element checked", async () => {
+    const { root, port } = await schemaApp();
+    expect((await get(port, '/good-default?p=public/a')).json).toMatchObject({
+      pathgate: { query: { p: [`${root}/public/a`] } },
+      query: { p: ['public/a'] },
+    });
+    expect((await get(port, '/good-default?p=public/a&p=../x')).status).toBe(403);
+  });
+
+  it('removeAdditional strips a declared key: missing, so denied', async () => {
+    const { port, calls } = await schemaApp();
+    const answer = await postJson(port, '/strip', { to: 'uploads/a', keep: 'x' });
+    expect(answer.json).toEqual(denied('body.to', 'missing-path'));
+    expect(calls()).toBe(0);
+  });
+});
+
+describe("the user's hooks: before the check they are checked, after it they are not", () => {
+  async function hookApp() {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    const { answer, calls } = handler();
+    const evil = '../../etc/passwd';
+    app.post('/pre-validation', {
+      preValidation: async (req) => {
+        req.body = { to: evil };
+      },
+      config: { pathgate: WRITE_TO },
+      handler: answer,
+    });
+    app.post('/route-pre-handler', {
+      preHandler: async (req) => {
+        (req.body as { to: string }).to = evil;
+      },
+      config: { pathgate: WRITE_TO },
+      handler: answer,
+    });
+    await app.register(async (scope) => {
+      scope.get('/context-pre-handler/*', { config: { pathgate: READ_STAR } }, answer);
+      // Added after the route, to its context: still before the route's own hooks.
+      scope.addHook('preHandler', async (req) => {
+        (req.params as Record<string, string>)['*'] = evil;
+      });
+    });
+    await app.register(async (scope) => {
+      scope.addHook('onRequest', async (req, reply) => {
+        if (req.headers['x-answer'] === 'hijack') {
+          reply.hijack();
+          reply.raw.end('hijacked');
+        } else if (req.headers['x-answer'] === 'reply') {
+          return reply.code(401).send({ first: true });
+        } else if (req.headers['x-answer'] === 'throw') {
+          throw Object.assign(new Error('no'), { statusCode: 400 });
+        }
+      });
+      scope.get('/early/*', { config: { pathgate: READ_STAR } }, answer);
+    });
+    return { root, port: await listen(app), calls };
+  }
+
+  it('a preValidation or a context preHandler that rewrites a value: the new value is checked', async () => {
+    const { port, calls } = await hookApp();
+    const rewritten = await postJson(port, '/pre-validation', { to: 'uploads/a' });
+    expect(rewritten.json).toEqual(denied('body.to', 'path-not-in-allowlist'));
+    const params = await get(port, '/context-pre-handler/public/a');
+    expect(params.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+    expect(calls()).toBe(0);
+  });
+
+  it("a route's own preHandler runs after the check: what it rewrites is raw, request.pathgate keeps the checked path", async () => {
+    const { root, port } = await hookApp();
+    const answer = await postJson(port, '/route-pre-handler', { to: 'uploads/a' });
+    expect(answer.json).toMatchObject({
+      pathgate: { body: { to: `${root}/uploads/a` } },
+      body: { to: '../../etc/passwd' },
+    });
+  });
+
+  it('an onRequest hook that answers, hijacks or throws first: its answer, no handler', async () => {
+    const { port, calls } = await hookApp();
+    const path = '/early/..%2Fetc';
+    const with_ = (answer: string) => request(port, { path, headers: { 'x-answer': answer } });
+    expect((await with_('hijack')).text).toBe('hijacked');
+    expect((await with_('reply')).json).toEqual({ first: true });
+    expect((await with_('throw')).status).toBe(400);
+    expect((await get(port, path)).status).toBe(403);
+    expect(calls()).toBe(0);
+  });
+});
+
+describe('routes that share a URL', () => {
+  it('a version constraint: the constrained route is checked, its HEAD route too', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    const { answer, calls } = handler();
+    app.get('/v/*', { constraints: { version: '1.0.0' }, config: { pathgate: READ_STAR } }, answer);
+    app.get('/v/*', answer);
+    const port = await listen(app);
+    const versioned = { 'accept-version': '1.x' };
+    const bad = await request(port, { path: '/v/..%2Fetc', headers: versioned });
+    expect(bad.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+    const head = await request(port, { method: 'HEAD', path: '/v/..%2Fetc', headers: versioned });
+    expect(head.status).toBe(403);
+    expect(calls()).toBe(0);
+    // The unconstrained route declares nothing: request.pathgate is null there.
+    expect((await get(port, '/v/..%2Fetc')).json).toMatchObject({ pathgate: null });
+  });
+
+  it('fastify.route() with several methods: each is checked', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    const { answer, calls } = handler();
+    app.route({
+      method: ['GET', 'DELETE'],
+      url: '/m/*',
+      config: { pathgate: READ_STAR },
+      handler: answer,
+    });
+    const port = await listen(app);
+    for (const method of ['GET', 'HEAD', 'DELETE']) {
+      expect((await request(port, { method, path: '/m/..%2Fetc' })).status).toBe(403);
+    }
+    expect((await request(port, { method: 'DELETE', path: '/m/public/a' })).status).toBe(200);
+    expect(calls()).toBe(1);
+  });
+});
