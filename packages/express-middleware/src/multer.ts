@@ -7,7 +7,7 @@ import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
 import { markUploadHandler, takeRouteStates } from './route-state.js';
-import { Upload } from './upload.js';
+import { Upload, uploadOf } from './upload.js';
 
 /** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
 type StreamHandler = (req: Request, parser: unknown) => void;
@@ -78,6 +78,12 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Pathga
       'a file reached gate.multer() on a route without a gate middleware: every file is denied; put gate.write({ file: ... }) before the multer middleware',
     );
   return markUploadHandler(function pathgateUpload(req, res, next) {
+    // A second gate.multer() on the route: parsing the spent body again would
+    // be a 400 that leaves the first one's files stored. Skipped, as body
+    // parsers skip a parsed body; never for another route's upload (after
+    // next('route')), whose files this route's gates did not decide.
+    const earlier = uploadOf(req);
+    if (earlier !== undefined && earlier.route === req.route) return next();
     const routes = takeRouteStates(req);
     const upload = new Upload({ req, res, next, routes, onOrphan, ...gate });
     const restore = catchPipe(req);

@@ -106,6 +106,8 @@ export type FileDecision =
  * multer's late callback from reaching the app a second time.
  */
 export class Upload {
+  /** The Express route whose gate.multer() started it. */
+  readonly route: unknown;
   /** Answered or handed to `next(err)`: nothing more may reach the app. */
   settled = false;
   /** The files whose names passed and that were accepted for storage. */
@@ -116,6 +118,7 @@ export class Upload {
   private pending: (() => void) | undefined;
 
   constructor(private readonly parts: UploadParts) {
+    this.route = parts.req.route;
     uploads.set(parts.req, this);
   }
 

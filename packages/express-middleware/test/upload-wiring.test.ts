@@ -169,3 +169,42 @@ describe('a gate after the gate.multer() that stored the files', () => {
     );
   });
 });
+
+describe('a second gate.multer() on a request whose body one already read', () => {
+  it('is skipped: no second parse of the spent body (a 400 that left the files stored)', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const upload = gate.multer();
+        app.post('/two', gate.write(FILE), upload.single('f'), upload.single('f'), answer);
+        const field = gate.write({ body: 't', under: 'uploads' });
+        app.post('/fields', gate.write(FILE), upload.single('f'), field, upload.none(), answer);
+      },
+      async (port, root, reached) => {
+        const two = await upload(port, '/two', [filePart('f', 'a.txt')]);
+        expect(two.json).toMatchObject({ file: join(root, 'uploads', 'a.txt') });
+        const bad = await upload(port, '/fields', [filePart('f', 'b.txt'), fieldPart('t', '../x')]);
+        expect(bad.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'body.t' }));
+        const ok = await upload(port, '/fields', [filePart('f', 'c.txt'), fieldPart('t', 'x')]);
+        expect(ok.json).toMatchObject({ file: join(root, 'uploads', 'c.txt') });
+        expect(filesUnder(root)).toEqual(['uploads/a.txt', 'uploads/c.txt']);
+        expect(reached()).toBe(2);
+      },
+    );
+  });
+
+  it("not after next('route'): the next route never gets files its own gates did not decide", async () => {
+    await wired(
+      (app, gate, answer) => {
+        const upload = gate.multer();
+        app.post('/r', gate.write(FILE), upload.single('f'), (_req, _res, next) => next('route'));
+        app.post('/r', gate.write({ body: 't', optional: true }), upload.none(), answer);
+      },
+      async (port, _root, reached) => {
+        // Parsed again, the spent body ends too soon: multer's 400.
+        const res = await upload(port, '/r', [filePart('f', 'a.txt')]);
+        expect(res.status).toBe(400);
+        expect(reached()).toBe(0);
+      },
+    );
+  });
+});
