@@ -1,8 +1,9 @@
+import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
-import { denied, listen, newApp, postJson, request, sandbox } from './helpers.js';
+import { denied, listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
 
 // How the app is put together, rather than what the client sends: pathgate
 // inside or outside encapsulated contexts, two policies in sibling contexts,
@@ -50,6 +51,49 @@ describe('encapsulation: where pathgate is registered decides what it guards', (
     expect((await get(port, '/b/f/docs/x')).status).toBe(200);
     expect((await get(port, '/c/..%2Fetc')).json).toEqual({ params: { '*': '../etc' }, query: {} });
     expect(calls()).toBe(3);
+  });
+
+  it('two policies, one route options object with a file spec and a preHandler: each route keeps its own', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(multipart, { preservePath: true });
+    let preHandlers = 0;
+    const options = {
+      preHandler: [async () => void preHandlers++],
+      config: {
+        pathgate: {
+          mode: 'write',
+          paths: [
+            { params: 'd', under: 'uploads' },
+            { file: 'f', under: 'uploads' },
+          ],
+        } satisfies RouteGuardOptions,
+      },
+    };
+    const store = async (req: FastifyRequest) => {
+      const part = await req.file();
+      await part?.toBuffer();
+      return { path: part?.pathgatePath };
+    };
+    for (const name of ['a', 'b']) {
+      await app.register(
+        async (scope) => {
+          await scope.register(pathgate, { root, fs: [`rw:./uploads/${name}/**`] });
+          scope.post('/u/:d', options, store);
+        },
+        { prefix: `/${name}` },
+      );
+    }
+    const port = await listen(app);
+    const send = (url: string, filename: string) =>
+      postMultipart(port, url, [{ disposition: `name="f"; filename="${filename}"`, data: 'x' }]);
+    expect((await send('/a/u/a', 'a/x')).json).toEqual({ path: `${root}/uploads/a/x` });
+    expect((await send('/b/u/b', 'b/x')).json).toEqual({ path: `${root}/uploads/b/x` });
+    expect((await send('/a/u/b', 'b/x')).json).toEqual(denied('params.d', 'path-not-in-allowlist'));
+    expect((await send('/b/u/b', 'a/x')).json).toEqual(denied('file f', 'path-not-in-allowlist'));
+    expect((await send('/a/u/a', 'b/x')).json).toEqual(denied('file f', 'path-not-in-allowlist'));
+    // The params deny comes in onRequest, before any preHandler; the file denies in the handler.
+    expect(preHandlers).toBe(4);
   });
 
   it('inside a fastify-plugin wrapper it guards the parent context; inside a plain plugin, only its own', async () => {
