@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Express } from 'express';
 import { afterAll, describe, expect, it } from 'vitest';
+import { completeSnippets } from './readme-code.js';
 import { ROOT, tscErrors } from './tsc.js';
 
 // The READMEs' complete examples (the `ts` blocks that start with an import)
@@ -16,13 +17,6 @@ const READMES = [
   'packages/fastify-plugin/README.md',
   'packages/express-middleware/README.md',
 ];
-
-function completeSnippets(readme: string): string[] {
-  const text = readFileSync(join(ROOT, readme), 'utf8');
-  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
-    .map((match) => match[1] as string)
-    .filter((code) => code.startsWith('import '));
-}
 
 // Inside the repository, so the packages resolve through its node_modules.
 const dir = mkdtempSync(join(ROOT, '.readme-snippets-'));
