@@ -96,69 +96,108 @@ describe.each(SESSIONS)('%s, "A session with curl"', (readme, example) => {
 const dir = mkdtempSync(join(ROOT, '.readme-snippets-claims-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The sandbox the root README's snippets serve, in place of `/srv/files`, below a folder of its own. */
+/** The sandbox the README snippets serve, in place of `/srv/files`, below a folder of its own. */
 const root = join(dir, 'srv', 'files');
 mkdirSync(join(root, 'public'), { recursive: true });
+mkdirSync(join(root, 'uploads'));
 writeFileSync(join(root, 'public', 'a.txt'), 'hello');
 
-/** Imports the root README's snippet that uses `adapter`, on `root`; it exports its `app`. */
-async function rootSnippet<App>(adapter: string): Promise<App> {
-  const code = completeSnippets('README.md').find((snippet) => snippet.includes(adapter));
-  expect(code, adapter).toBeDefined();
-  const file = join(dir, `${adapter.replace(/\W/g, '_')}.ts`);
-  writeFileSync(
-    file,
-    `${code?.replaceAll("'/srv/files'", JSON.stringify(root))}\nexport { app };\n`,
-  );
+/** Imports `readme`'s first complete snippet that uses `adapter`, on `root`; it exports its `app`. */
+async function snippetApp<App>(readme: string, adapter: string): Promise<App> {
+  const code = completeSnippets(readme).find((snippet) => snippet.includes(adapter));
+  expect(code, `${readme}: ${adapter}`).toBeDefined();
+  const file = join(dir, `${`${readme}_${adapter}`.replace(/\W/g, '_')}.ts`);
+  const app = code
+    ?.replaceAll("'/srv/files'", JSON.stringify(root))
+    .replace('app.listen(3000);', '');
+  writeFileSync(file, `${app}\nexport { app };\n`);
   return ((await import(file)) as { app: App }).app;
 }
 
-const TRAVERSAL = { path: '/files/..%2F..%2Fetc%2Fpasswd' };
-
-describe('README.md, the Fastify 5 snippet', () => {
-  it('line 10: GET /files/..%2F..%2Fetc%2Fpasswd → 403 path-not-in-allowlist; an allowed file is served', async () => {
-    const app = await rootSnippet<FastifyInstance>('@pathgate/fastify');
+/** Listens on a free port of 127.0.0.1 for `run`, then closes. */
+async function listening(app: Express | FastifyInstance, run: (port: number) => Promise<void>) {
+  let server: Server;
+  if ('inject' in app) {
     await app.listen({ host: '127.0.0.1', port: 0 });
-    try {
-      const { port } = app.server.address() as AddressInfo;
-      const denied = await send(port, TRAVERSAL);
-      expect([denied.status, JSON.parse(denied.text)]).toEqual([
-        403,
-        forbidden('path-not-in-allowlist', 'params.*'),
-      ]);
-      const served = await send(port, { path: '/files/public/a.txt' });
-      expect([served.status, served.text]).toEqual([200, 'hello']);
-    } finally {
-      await app.close();
-    }
-  });
-});
+    server = app.server;
+  } else {
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+  }
+  try {
+    await run((server.address() as AddressInfo).port);
+  } finally {
+    await ('inject' in app ? app.close() : new Promise((resolve) => server.close(resolve)));
+  }
+}
 
-describe('README.md, the Express 5 snippet', () => {
-  it('lines 10-11: the traversal is a 403; filename="../../server.js" is a 403 and not one byte is written', async () => {
-    const app = await rootSnippet<Express>('@pathgate/express');
-    const server: Server = app.listen(0, '127.0.0.1');
-    try {
-      await new Promise((resolve) => server.once('listening', resolve));
-      const { port } = server.address() as AddressInfo;
-      const denied = await send(port, TRAVERSAL);
-      expect([denied.status, JSON.parse(denied.text)]).toEqual([
-        403,
-        forbidden('path-not-in-allowlist', 'params.path'),
-      ]);
-      const upload = (name: string) =>
-        send(port, postFiles('/upload', ['avatar', name, 'x'.repeat(4096)]));
-      const refused = await upload('../../server.js');
-      expect([refused.status, JSON.parse(refused.text)]).toEqual([
-        403,
-        forbidden('path-not-in-allowlist', 'file avatar'),
-      ]);
-      expect(filesUnder(join(dir, 'srv'))).toEqual(['files/public/a.txt']);
-      const stored = await upload('me.txt');
-      expect([stored.status, stored.text]).toEqual([201, '{"size":4096}']);
-      expect(readFileSync(join(root, 'uploads', 'me.txt'), 'utf8')).toBe('x'.repeat(4096));
-    } finally {
-      server.close();
-    }
+/** The README's traversal is its 403, naming the wildcard's spec and the reason; an allowed file is served. */
+async function refusesTraversal(port: number, label: string): Promise<void> {
+  const denied = await send(port, { path: '/files/..%2F..%2Fetc%2Fpasswd' });
+  expect([denied.status, JSON.parse(denied.text)]).toEqual([
+    403,
+    forbidden('path-not-in-allowlist', label),
+  ]);
+  const served = await send(port, { path: '/files/public/a.txt' });
+  expect([served.status, served.text]).toEqual([200, 'hello']);
+}
+
+/** A traversing upload name is a 403 and nothing is written; an allowed one is stored in uploads/. */
+async function refusesUpload(
+  port: number,
+  name: string,
+  stored: readonly [number, string],
+): Promise<void> {
+  const post = (filename: string) =>
+    send(port, postFiles('/upload', ['avatar', filename, 'x'.repeat(4096)]));
+  const refused = await post(name);
+  expect([refused.status, JSON.parse(refused.text)]).toEqual([
+    403,
+    forbidden('path-not-in-allowlist', 'file avatar'),
+  ]);
+  expect(filesUnder(join(dir, 'srv'))).toEqual(['files/public/a.txt']);
+  const allowed = await post('me.txt');
+  expect([allowed.status, allowed.text]).toEqual(stored);
+  expect(readFileSync(join(root, 'uploads', 'me.txt'), 'utf8')).toBe('x'.repeat(4096));
+  rmSync(join(root, 'uploads', 'me.txt'));
+}
+
+/** The Express snippets' answer to a stored upload. */
+const MULTER_STORED = [201, '{"size":4096}'] as const;
+
+describe('the README snippets, run', () => {
+  it('README.md lines 10-11, Fastify: the traversal is a 403 path-not-in-allowlist', async () => {
+    const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
+    await listening(app, (port) => refusesTraversal(port, 'params.*'));
+  });
+
+  it('README.md lines 10-11, Express: the traversal is a 403; filename="../../server.js" is a 403 with not one byte written', async () => {
+    const app = await snippetApp<Express>('README.md', '@pathgate/express');
+    await listening(app, async (port) => {
+      await refusesTraversal(port, 'params.path');
+      await refusesUpload(port, '../../server.js', MULTER_STORED);
+    });
+  });
+
+  it('packages/fastify-plugin/README.md line 63: the traversal is a 403 naming params.*; uploads are checked', async () => {
+    const app = await snippetApp<FastifyInstance>(
+      'packages/fastify-plugin/README.md',
+      '@pathgate/fastify',
+    );
+    await listening(app, async (port) => {
+      await refusesTraversal(port, 'params.*');
+      await refusesUpload(port, '../../app.js', [200, '{"saved":true}']);
+    });
+  });
+
+  it('packages/express-middleware/README.md lines 45-47: the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
+    const app = await snippetApp<Express>(
+      'packages/express-middleware/README.md',
+      '@pathgate/express',
+    );
+    await listening(app, async (port) => {
+      await refusesTraversal(port, 'params.path');
+      await refusesUpload(port, '../../app.js', MULTER_STORED);
+    });
   });
 });

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type PathgateOptions, pathgate } from '../src/index.js';
+import { filePart, onApp, upload } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // named by the README line.
@@ -26,5 +28,25 @@ describe('README, "Options"', () => {
       thrownBy({ root: '/srv', fs: ['wr:./x'] }),
     ];
     for (const message of quoted) expect(README).toContain(`\`${message}\``);
+  });
+});
+
+describe('README, "Example"', () => {
+  it('lines 60-63: a missing root is a server error passed on unchanged, a 500 naming the path', async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root: join(root, 'missing'), fs: ['rw:./uploads/**'] });
+        app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), gate.multer().single('doc'));
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [filePart('doc', 'a.txt')]);
+        expect(res.status).toBe(500);
+        expect(res.json).toEqual({
+          status: 500,
+          code: 'ENOENT',
+          message: expect.stringContaining(join(root, 'missing', 'uploads')),
+        });
+      },
+    );
   });
 });
