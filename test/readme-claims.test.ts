@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -5,6 +6,7 @@ import { join } from 'node:path';
 import type { Express } from 'express';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
+import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
 import { EXAMPLES, type Example, postFiles, type Sent, send, start } from './examples.js';
@@ -199,5 +201,49 @@ describe('the README snippets, run', () => {
       await refusesTraversal(port, 'params.path');
       await refusesUpload(port, '../../app.js', MULTER_STORED);
     });
+  });
+});
+
+describe('examples/README.md lines 10-12: both servers take --port or PORT, and --root or PATHGATE_ROOT', () => {
+  it('--port or PORT names the port, 0 any free one; 3000 without either', () => {
+    expect(listenPort(['--port', '0'], {})).toBe(0);
+    expect(listenPort(['--port=8080'], { PORT: '9000' })).toBe(8080);
+    expect(listenPort([], { PORT: '8080' })).toBe(8080);
+    expect(listenPort([], {})).toBe(3000);
+  });
+
+  it('--root or PATHGATE_ROOT names the folder to serve, as a real path; none without either', () => {
+    const served = join(dir, 'my-files');
+    mkdirSync(served);
+    expect(givenRoot(['--root', served], {})).toBe(served);
+    expect(givenRoot([], { PATHGATE_ROOT: served })).toBe(served);
+    expect(givenRoot([], {})).toBeUndefined();
+  });
+});
+
+/** The CLI example of `readme`: the `npx pathgate check` command, its output, and the line it starts on. */
+function cliExample(readme: string): { line: number; args: string[]; output: string } {
+  const text = readFileSync(join(ROOT, readme), 'utf8');
+  const at = text.indexOf('npx pathgate check ');
+  const lines = text.slice(at).split('\n');
+  const end = lines.findIndex((source) => !source.endsWith('\\'));
+  const command = lines.slice(0, end + 1).map((source) => source.replace(/\\$/, ''));
+  // The output follows in the same block, or in the next `text` block.
+  let rest = lines.slice(end + 1);
+  if (rest[0] === '```') rest = rest.slice(rest.indexOf('```text') + 1);
+  return {
+    line: text.slice(0, at).split('\n').length,
+    args: words(command.join(' ')).slice(2),
+    output: rest.slice(0, rest.indexOf('```')).join('\n'),
+  };
+}
+
+describe.each(['README.md', 'packages/core/README.md'])('%s, the pathgate CLI', (readme) => {
+  it('the example prints exactly the output shown, and exits 1 (a path is denied)', () => {
+    const { line, args, output } = cliExample(readme);
+    const run = spawnSync(process.execPath, [join(ROOT, 'packages/core/dist/cli.js'), ...args], {
+      encoding: 'utf8',
+    });
+    expect([run.status, run.stdout], `${readme} line ${line}`).toEqual([1, `${output}\n`]);
   });
 });

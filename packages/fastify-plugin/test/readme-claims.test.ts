@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type PathgateOptions } from '../src/index.js';
+import { newApp } from './helpers.js';
+
+// Claims of this package's README that no other test pins, one `it` each,
+// named by the README line.
+
+/** The README as one line of prose: a quote may wrap. */
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+
+/** The message of the TypeError `run` throws or rejects with. */
+async function thrownBy(run: () => unknown): Promise<string> {
+  try {
+    await run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a TypeError');
+}
+
+/** An app with the plugin registered on `fs: []`, its routes to be declared. */
+async function withPlugin(): Promise<FastifyInstance> {
+  const app = newApp();
+  await app.register(pathgate, { fs: [] });
+  return app;
+}
+
+describe('README, "Options" and "Per-route declaration"', () => {
+  it('lines 86-88, 149-155: the messages it quotes are the ones thrown, whole', async () => {
+    const badRule = newApp().register(pathgate, { fs: ['./public/**', 'wr:x'] } as PathgateOptions);
+    const app = await withPlugin();
+    const quoted = [
+      await thrownBy(() => badRule.ready()),
+      await thrownBy(() =>
+        app.post(
+          '/api/move',
+          {
+            config: {
+              pathgate: { mode: 'write', paths: [{ body: 'from' }, { bdy: 'to' } as never] },
+            },
+          },
+          async () => 'ran',
+        ),
+      ),
+      await thrownBy(() =>
+        app.get(
+          '/files/*',
+          { config: { pathgate: { mode: 'read', paths: [{ params: 'path' }] } } },
+          async () => 'ran',
+        ),
+      ),
+    ];
+    for (const message of quoted) expect(README).toContain(`\`${message}\``);
+  });
+});
