@@ -10,6 +10,7 @@ import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
 import { EXAMPLES, type Example, postFiles, type Sent, send, start } from './examples.js';
+import { exchange } from './fault-clients.js';
 import { completeSnippets } from './readme-code.js';
 import { ROOT } from './tsc.js';
 
@@ -76,6 +77,36 @@ const SESSIONS: readonly (readonly [string, Example])[] = EXAMPLES.map((example)
   `examples/${example.name}-files/README.md`,
   example,
 ]);
+
+describe.each(EXAMPLES)('examples/fastify-files/README.md lines 115-117, on $name', (example) => {
+  it('downloads are text/plain or application/octet-stream, never HTML, with nosniff and a sandboxing CSP', async () => {
+    const running = await start(example);
+    try {
+      const page = '<script>alert(document.cookie)</script>';
+      const stored = await send(
+        running.port,
+        postFiles('/api/upload', ['file', 'page.html', page]),
+      );
+      expect(stored.status).toBe(201);
+      const safe = {
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': "default-src 'none'; sandbox",
+      };
+      for (const [path, type] of [
+        ['/files/uploads/page.html', 'application/octet-stream'],
+        ['/files/public/readme.txt', 'text/plain; charset=utf-8'],
+      ] as const) {
+        const got = await exchange(running.port, { method: 'GET', path });
+        expect([got.status, got.headers], path).toEqual([
+          200,
+          expect.objectContaining({ 'content-type': type, ...safe }),
+        ]);
+      }
+    } finally {
+      await running.stop();
+    }
+  });
+});
 
 describe.each(SESSIONS)('%s, "A session with curl"', (readme, example) => {
   it('every command answers exactly the output shown, in order', async () => {
