@@ -278,3 +278,29 @@ describe.each(['README.md', 'packages/core/README.md'])('%s, the pathgate CLI', 
     expect([run.status, run.stdout], `${readme} line ${line}`).toEqual([1, `${output}\n`]);
   });
 });
+
+/** What `npm run <script>` runs, its `npm run` steps expanded, one command each. */
+function scriptSteps(script: string): string[] {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  return (scripts[script] ?? '').split(' && ').flatMap((step) => {
+    const run = /^npm run (\S+)$/.exec(step);
+    return run ? scriptSteps(run[1] as string) : [step];
+  });
+}
+
+describe('README.md, "Set up (this repository)"', () => {
+  it('lines 89-90: npm start installs, builds and runs the Fastify example; npm test installs, builds, lints, type-checks and runs every test', () => {
+    const install = 'npx -y pnpm@10.34.9 install --frozen-lockfile';
+    const build = 'npx -y pnpm@10.34.9 -r --filter "./packages/*" run build';
+    expect(scriptSteps('start')).toEqual([install, build, 'tsx examples/fastify-files/server.ts']);
+    expect(scriptSteps('test')).toEqual([
+      install,
+      build,
+      'biome check .',
+      'tsc -p tsconfig.json',
+      'node scripts/run-tests.mjs',
+    ]);
+  });
+});
