@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type PathgateOptions, pathgate } from '../src/index.js';
-import { filePart, onApp, upload } from './helpers.js';
+import { filePart, onApp, request, upload } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // named by the README line.
@@ -46,6 +46,28 @@ describe('README, "Example"', () => {
           code: 'ENOENT',
           message: expect.stringContaining(join(root, 'missing', 'uploads')),
         });
+      },
+    );
+  });
+});
+
+describe('README, the options table', () => {
+  it("line 81: with errors: 'next', onDeny's return value is ignored: the error goes to next(err)", async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: [], errors: 'next', onDeny: () => ({ custom: true }) });
+        app.get('/q', gate.read({ query: 'path' }), (_req, res) => res.send('ran'));
+      },
+      async (port) => {
+        const res = await request(port, 'GET', '/q?path=a');
+        expect([res.status, res.json]).toEqual([
+          403,
+          {
+            status: 403,
+            code: 'PATHGATE_DENIED',
+            message: 'query.path: path denied (path-not-in-allowlist)',
+          },
+        ]);
       },
     );
   });

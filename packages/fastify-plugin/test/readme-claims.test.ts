@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathgateOptions } from '../src/index.js';
-import { newApp } from './helpers.js';
+import { listen, newApp, request, sandbox } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // named by the README line.
@@ -54,5 +54,28 @@ describe('README, "Options" and "Per-route declaration"', () => {
       ),
     ];
     for (const message of quoted) expect(README).toContain(`\`${message}\``);
+  });
+});
+
+describe('README, the options table', () => {
+  it('line 101: with reportOnly, onDeny is still called and its return value is ignored', async () => {
+    const app = newApp();
+    const seen: string[] = [];
+    await app.register(pathgate, {
+      root: sandbox(),
+      fs: [],
+      reportOnly: true,
+      onDeny: (denial) => {
+        seen.push(denial.reason);
+        return { custom: true };
+      },
+    });
+    app.get(
+      '/q',
+      { config: { pathgate: { mode: 'read', paths: [{ query: 'path' }] } } },
+      async () => 'ran',
+    );
+    const res = await request(await listen(app), { path: '/q?path=a' });
+    expect([res.status, res.text, seen]).toEqual([200, 'ran', ['path-not-in-allowlist']]);
   });
 });
