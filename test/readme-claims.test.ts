@@ -304,3 +304,24 @@ describe('README.md, "Set up (this repository)"', () => {
     ]);
   });
 });
+
+describe('examples/README.md line 7: npm run example:core', () => {
+  it('shows @pathgate/core alone: a policy, and the decisions checkFs makes', () => {
+    const [node, ...args] = words(scriptSteps('example:core')[0] as string);
+    expect(node).toBe('node');
+    const run = spawnSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    const lines = run.stdout.split('\n').filter(Boolean);
+    expect(lines[0]).toBe('policy: root /srv/files, rules ./public/**, rw:./uploads/*');
+    expect(lines.slice(1).map((line) => /(allow|deny {2}\([a-z-]+\))/.exec(line)?.[1])).toEqual([
+      'allow',
+      'allow',
+      'deny  (mode-not-permitted)',
+      'deny  (path-not-in-allowlist)',
+      'deny  (path-not-in-allowlist)',
+      'deny  (path-not-in-allowlist)',
+      'deny  (path-not-in-allowlist)',
+      'deny  (nul-byte)',
+    ]);
+  });
+});
