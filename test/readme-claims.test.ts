@@ -195,6 +195,36 @@ async function refusesUpload(
   rmSync(join(root, 'uploads', 'me.txt'));
 }
 
+describe('packages/core/README.md lines 492-527, the node:http guard of "For adapter authors"', () => {
+  it('serves a checked file, and denies a repeated key whose first value escapes (each element is checked)', async () => {
+    const code = completeSnippets('packages/core/README.md').find((snippet) =>
+      snippet.includes('createServer('),
+    );
+    const file = join(dir, 'core_node_http.ts');
+    const served = code
+      ?.replaceAll("'/srv/files'", JSON.stringify(root))
+      .replace('createServer(', 'export const server = createServer(')
+      .replace('}).listen(3000);', "}).listen(0, '127.0.0.1');");
+    writeFileSync(file, `${served}\n`);
+    const { server } = (await import(file)) as { server: Server };
+    if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const get = (query: string) => send(port, { path: `/download?${query}` });
+      const allowed = await get('file=public/a.txt');
+      expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
+      const repeated = await get('file=../../etc/passwd&file=public/a.txt');
+      expect([repeated.status, JSON.parse(repeated.text)]).toEqual([
+        403,
+        forbidden('path-not-in-allowlist', 'query.file'),
+      ]);
+      expect((await get('file=public/a.txt&file=public/a.txt')).status).toBe(400);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 /** The Express snippets' answer to a stored upload. */
 const MULTER_STORED = [201, '{"size":4096}'] as const;
 
