@@ -79,3 +79,31 @@ describe('README, the options table', () => {
     expect([res.status, res.text, seen]).toEqual([200, 'ran', ['path-not-in-allowlist']]);
   });
 });
+
+describe('README, "onDeny and report-only"', () => {
+  it('lines 275-276: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const stream = { write: (line: string) => lines.push(JSON.parse(line)) };
+    const app = newApp({ logger: { level: 'info', stream } });
+    const root = sandbox();
+    await app.register(pathgate, { root, fs: ['./public/**'] });
+    app.get(
+      '/q',
+      { config: { pathgate: { mode: 'read', paths: [{ query: 'path' }] } } },
+      async () => 'ran',
+    );
+    const res = await request(await listen(app), { path: '/q?path=secret.txt' });
+    expect(res.status).toBe(403);
+    expect(lines.filter((line) => line.msg === 'pathgate: denied')).toEqual([
+      expect.objectContaining({
+        level: 30,
+        pathgate: {
+          route: 'GET /q',
+          label: 'query.path',
+          reason: 'path-not-in-allowlist',
+          path: `${root}/secret.txt`,
+        },
+      }),
+    ]);
+  });
+});
