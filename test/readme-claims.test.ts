@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
-import { EXAMPLES, type Example, postFiles, type Sent, send, start } from './examples.js';
+import { EXAMPLES, type Example, postFiles, postJson, type Sent, send, start } from './examples.js';
 import { exchange } from './fault-clients.js';
 import { completeSnippets } from './readme-code.js';
 import { ROOT } from './tsc.js';
@@ -135,11 +135,15 @@ mkdirSync(join(root, 'public'), { recursive: true });
 mkdirSync(join(root, 'uploads'));
 writeFileSync(join(root, 'public', 'a.txt'), 'hello');
 
+let loaded = 0;
+
 /** Imports `readme`'s first complete snippet that uses `adapter`, on `root`; it exports its `app`. */
 async function snippetApp<App>(readme: string, adapter: string): Promise<App> {
   const code = completeSnippets(readme).find((snippet) => snippet.includes(adapter));
   expect(code, `${readme}: ${adapter}`).toBeDefined();
-  const file = join(dir, `${`${readme}_${adapter}`.replace(/\W/g, '_')}.ts`);
+  // A file of its own each time: an import of the same file would share its app.
+  loaded += 1;
+  const file = join(dir, `${`${readme}_${adapter}_${loaded}`.replace(/\W/g, '_')}.ts`);
   const app = code
     ?.replaceAll("'/srv/files'", JSON.stringify(root))
     .replace('app.listen(3000);', '');
@@ -232,6 +236,19 @@ describe('the README snippets, run', () => {
   it('README.md lines 10-11, Fastify: the traversal is a 403 path-not-in-allowlist', async () => {
     const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
     await listening(app, (port) => refusesTraversal(port, 'params.*'));
+  });
+
+  it('README.md lines 68-74: unguarded, a missing file answers its fs error with the path, and a list cast to a string is a 500', async () => {
+    const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
+    await listening(app, async (port) => {
+      const missing = await send(port, { path: '/files/public/x.txt' });
+      expect([missing.status, JSON.parse(missing.text).message]).toEqual([
+        500,
+        expect.stringContaining(`open '${root}/public/x.txt'`),
+      ]);
+      const list = '{"from": ["uploads/a", "uploads/b"], "to": "uploads/c"}';
+      expect((await send(port, postJson('/move', list))).status).toBe(500);
+    });
   });
 
   it('README.md lines 10-11, Express: the traversal is a 403; filename="../../server.js" is a 403 with not one byte written', async () => {
