@@ -83,6 +83,13 @@ export function gateRoutePath(req: Request, gate: object): string | undefined {
   return gateLayers(req, gate) === undefined ? undefined : String(req.route.path);
 }
 
+/** The method whose layers run for the request: a route without HEAD ones runs its GET ones. */
+function layerMethod(req: Request): string {
+  const method = req.method.toLowerCase();
+  const { methods } = req.route as { methods?: Record<string, boolean> };
+  return method === 'head' && methods?.head !== true ? 'get' : method;
+}
+
 /**
  * Whether a gate multer middleware that runs for this request's method
  * comes after `gate` on its route (the layers' handles and methods;
@@ -92,7 +99,7 @@ export function gateRoutePath(req: Request, gate: object): string | undefined {
 export function uploadFollows(req: Request, gate: object): boolean {
   const layers = gateLayers(req, gate);
   if (layers === undefined) return false;
-  const method = req.method.toLowerCase();
+  const method = layerMethod(req);
   return layers.stack.some(
     (layer, i) =>
       i > layers.at &&

@@ -5,9 +5,11 @@ import express, {
   type Request,
   type Response,
 } from 'express';
+import multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
+import { filePart, MULTIPART, multipart, request, withServed } from './helpers.js';
 
 // How the app is put together, rather than what the client sends: sub-apps
 // with their own settings, nested routers, app.route(), arrays of
@@ -152,6 +154,25 @@ describe('routers and route shapes', () => {
     await supertest(app).head('/f/docs/a').expect(200);
     const res = await supertest(app).options('/f/..%2F..%2Fetc').expect(200);
     expect(res.headers.allow).toBe('GET, HEAD');
+    expect(calls()).toBe(1);
+  });
+});
+
+describe('HEAD with a multipart body on a GET route with gate.multer()', () => {
+  it('the gate sees the multer middleware that runs for HEAD, as the GET one does', async () => {
+    const { answer, calls } = handler();
+    const app = express();
+    const up = gate.multer({ storage: multer.memoryStorage() });
+    app.get('/up', gate.read({ file: 'f', under: 'docs' }), up.single('f'), answer);
+    const head = (name: string) =>
+      withServed(app, (served) =>
+        request(served.port, 'HEAD', '/up', {
+          headers: { 'content-type': MULTIPART },
+          body: multipart([filePart('f', name)]),
+        }),
+      );
+    expect((await head('a.txt')).status).toBe(200);
+    expect((await head('../../etc/passwd')).status).toBe(403);
     expect(calls()).toBe(1);
   });
 });
