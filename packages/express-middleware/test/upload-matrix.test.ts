@@ -426,7 +426,8 @@ const storages: Row[] = (['overwrite', 'memory', 'slow', 'failing', 'silent'] as
       storage,
       parts: [good('a.bin')],
       cutInside: 'cut.bin',
-      status: 400,
+      // The failing engine's refusal of a.bin (500) races the end of the body (400).
+      status: storage === 'failing' ? [400, 500] : 400,
     },
   ],
 );
