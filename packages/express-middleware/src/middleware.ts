@@ -99,8 +99,7 @@ export function routeMiddleware({
   params,
 }: RouteMiddlewareParts): PathgateHandler {
   const { reportOnly } = settings;
-  const { expectsFiles } = guard;
-  const { bodyLabel } = guard;
+  const { expectsFiles, bodyLabel } = guard;
   // What a deny names when no parser or gate.multer() reads the body these specs need.
   const unreadLabel = bodyLabel ?? guard.fileLabel;
   const warnUnknownParams = unknownParamsWarner(settings, params);
@@ -148,8 +147,7 @@ export function routeMiddleware({
       const stored = reportOnly ? undefined : uploadOf(req);
       if (stored !== undefined) {
         // A gate after gate.multer(): what it stored goes before the 403, as its own denies do.
-        const [denial] = refused as [PathDenial];
-        void stored.removeStored().then(() => deny(denial, req, res, next));
+        stored.refuseStored(refused, (denial) => deny(denial, req, res, next));
         return;
       }
       for (const denial of refused) if (!deny(denial, req, res, next)) return;

@@ -229,9 +229,14 @@ export class Upload {
     return onceRemoved(new PathgateDeniedError(denial), answer);
   }
 
-  /** Removes the files multer stored: a gate after this middleware denied the request. */
-  removeStored(): Promise<unknown> {
-    return removeAll(this.parts.req, this.parts.storage);
+  /**
+   * An enforced refusal after multer stored the files (by a gate's body
+   * specs here, or by a gate after this middleware): the first deny is
+   * answered once they are removed.
+   */
+  refuseStored(denials: readonly PathDenial[], answer: (denial: PathDenial) => unknown): void {
+    const [denial] = denials as [PathDenial];
+    void removeAll(this.parts.req, this.parts.storage).then(() => answer(denial));
   }
 
   /** multer's callback: its error, or the body fields and required files, then the handler. */
@@ -263,9 +268,7 @@ export class Upload {
       const denials = this.checkFields(route);
       if (denials.length === 0) continue;
       if (!route.reportOnly) {
-        // Refused after multer stored the files: remove them before answering.
-        const [denial] = denials as [PathDenial];
-        removeAll(this.parts.req, this.parts.storage).then(() => this.refuse(denial, route));
+        this.refuseStored(denials, (denial) => this.refuse(denial, route));
         return;
       }
       for (const denial of denials) {
