@@ -144,13 +144,17 @@ export function routeMiddleware({
     if (refused !== undefined && refused.length > 0) {
       if (unread !== undefined) warnUnparsed(req, unread);
       warnUnknownParams(req, pathgate);
-      const stored = reportOnly ? undefined : uploadOf(req);
-      if (stored !== undefined) {
-        // A gate after gate.multer(): what it stored goes before the 403, as its own denies do.
+      // A gate after gate.multer(): what it stored goes before the 403, as its own denies do.
+      const stored = uploadOf(req);
+      if (stored !== undefined && !reportOnly) {
         stored.refuseStored(refused, (denial) => deny(denial, req, res, next));
         return;
       }
-      for (const denial of refused) if (!deny(denial, req, res, next)) return;
+      for (const denial of refused) {
+        if (deny(denial, req, res, next)) continue;
+        stored?.dropStored(); // report-only, answered by onDeny: no handler takes the files
+        return;
+      }
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });
     else setPathgateInfo(req, res, info);

@@ -239,6 +239,14 @@ export class Upload {
     void removeAll(this.parts.req, this.parts.storage).then(() => answer(denial));
   }
 
+  /**
+   * The app's onDeny answered a report-only deny itself: no handler will
+   * take the stored files, so they go (after the answer it already sent).
+   */
+  dropStored(): void {
+    void removeAll(this.parts.req, this.parts.storage);
+  }
+
   /** multer's callback: its error, or the body fields and required files, then the handler. */
   finish(error: unknown): void {
     if (this.pending) {
@@ -273,8 +281,7 @@ export class Upload {
       }
       for (const denial of denials) {
         if (this.refuse(denial, route)) continue;
-        // The app's onDeny answered a report-only deny itself: nothing reaches the handler.
-        void removeAll(this.parts.req, this.parts.storage);
+        this.dropStored();
         return;
       }
     }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { denyBody } from '@pathgate/core';
 import type express from 'express';
 import multer from 'multer';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type Pathgate, pathgate } from '../src/index.js';
 import {
   fieldPart,
@@ -204,6 +204,35 @@ describe('a second gate.multer() on a request whose body one already read', () =
         const res = await upload(port, '/r', [filePart('f', 'a.txt')]);
         expect(res.status).toBe(400);
         expect(reached()).toBe(0);
+      },
+    );
+  });
+});
+
+describe('a report-only gate after gate.multer() whose onDeny answers itself', () => {
+  it('no handler runs, so the files multer stored are removed', async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+        const watching = pathgate({
+          root,
+          fs: ['rw:uploads/**'],
+          reportOnly: true,
+          log: () => {},
+          onDeny: (_denial, _req, res) => {
+            res.status(451).json({ error: 'unavailable' });
+          },
+        });
+        const after = watching.read({ body: 't', under: 'uploads' });
+        app.post('/late', gate.write(FILE), gate.multer().single('f'), after, (_req, res) => {
+          res.json({ reached: true });
+        });
+      },
+      async (port, root) => {
+        const res = await upload(port, '/late', [filePart('f', 'a.txt'), fieldPart('t', '../x')]);
+        expect(res.status).toBe(451);
+        // onDeny answered before the removal could finish: it follows the answer.
+        await vi.waitFor(() => expect(filesUnder(root)).toEqual([]), { timeout: 2000 });
       },
     );
   });
