@@ -41,6 +41,11 @@ function readRules(options: object): readonly unknown[] {
   if (typeof permissions !== 'object' || permissions === null) {
     fail('permissions must be an object with an fs array');
   }
+  for (const key of Object.keys(permissions)) {
+    // Only fs is checked: a `net` or `env` list quietly ignored would read as enforced.
+    if (key !== 'fs' && readOwn(permissions, key) !== undefined)
+      fail(`unknown permission "permissions.${key}": only permissions.fs is checked`);
+  }
   const fs = readOwn(permissions, 'fs');
   if (!Array.isArray(fs)) fail('permissions.fs must be an array of rule strings');
   // Array.from reads a hole as undefined, so it is named as a rule that is not a string.

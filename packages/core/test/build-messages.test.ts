@@ -61,6 +61,16 @@ describe('PermissionPolicy: option messages', () => {
       'PermissionPolicy: permissions.fs must be an array of rule strings',
     ],
     [
+      'a permission other than fs',
+      { permissions: { fs: [], net: null } },
+      'PermissionPolicy: unknown permission "permissions.net": only permissions.fs is checked',
+    ],
+    [
+      'a permission key holding undefined',
+      { permissions: { fs: [7], env: undefined } },
+      'rule 1: must be a string, got number',
+    ],
+    [
       'a rule that is not a string',
       { permissions: { fs: ['a/*', 7] } },
       'rule 2: must be a string, got number',
