@@ -57,23 +57,43 @@ export interface Got {
 }
 
 export function send(port: number, sent: Sent): Promise<Got> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      path: sent.path,
-      method: sent.method ?? 'GET',
-      headers: sent.headers,
-      agent: false,
-    });
+  const { req, got } = request(port, sent);
+  req.end(sent.body);
+  return got;
+}
+
+/** Sends `sent` but leaves its body open: `end` ends it and answers the response. */
+export function begin(port: number, sent: Sent): { end(): Promise<Got> } {
+  const { req, got } = request(port, sent);
+  // A failure before `end` is reported by `end`, not as an unhandled rejection.
+  got.catch(() => {});
+  req.write(sent.body ?? '');
+  return {
+    end() {
+      req.end();
+      return got;
+    },
+  };
+}
+
+function request(port: number, sent: Sent): { req: http.ClientRequest; got: Promise<Got> } {
+  const req = http.request({
+    host: '127.0.0.1',
+    port,
+    path: sent.path,
+    method: sent.method ?? 'GET',
+    headers: sent.headers,
+    agent: false,
+  });
+  const got = new Promise<Got>((resolve, reject) => {
     req.on('response', (res) => {
       readAnswer(res).then(({ status, headers, text }) => {
         resolve({ status, type: String(headers['content-type'] ?? ''), text });
       }, reject);
     });
     req.on('error', reject);
-    req.end(sent.body);
   });
+  return { req, got };
 }
 
 /** A JSON POST. */
