@@ -1,12 +1,14 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, postFiles, type Running, type Sent, send, start } from './examples.js';
+import { begin, EXAMPLES, postFiles, type Running, type Sent, send, start } from './examples.js';
 
 // A cut or refused upload to a deep name leaves no folder of its own behind,
 // already when the answer arrives (the disk is read at once, no wait): only
 // the folders it made go, never one that was there before, and a successful
-// upload beside it, to the same new folder, is stored all the same.
+// upload beside it, to the same new folder, is stored all the same. Two
+// failing uploads into the same new folder leave it to neither.
 
 const B = 'pathgate-failed-upload';
 
@@ -84,5 +86,25 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
       expect([failed.status, stored.status]).toEqual([400, 201]);
       expect(disk(`both-${i}/`)).toEqual([`both-${i}/`, `both-${i}/a/`, `both-${i}/a/ok.bin`]);
     }
+  });
+
+  /** Waits until `folder` below uploads/ holds `count` entries (the uploads' open files). */
+  const holding = async (folder: string, count: number) => {
+    for (let waited = 0; disk(`${folder}/`).length < count + 1; waited += 10) {
+      if (waited > 5000) throw new Error(`${folder} never held ${count} entries`);
+      await sleep(10);
+    }
+  };
+
+  it('two failing uploads into a new folder, the one that made it failing first: no folder left', async () => {
+    // a makes over/in/ and opens its file there; b opens its own beside it.
+    const a = begin(app.port, cut('over/in/a.bin'));
+    await holding('over/in', 1);
+    const b = begin(app.port, cut('over/in/b.bin'));
+    await holding('over/in', 2);
+    // a fails first and leaves over/in/ to b's file; then b fails.
+    expect((await a.end()).status).toBe(400);
+    expect((await b.end()).status).toBe(400);
+    expect(disk('over')).toEqual([]);
   });
 });

@@ -79,6 +79,8 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
         // A part failed (cut, too large, a second file): keep none of the request, nor its folders.
         await uploads.discard();
         throw error;
+      } finally {
+        uploads.release();
       }
       const [target] = uploads.stored;
       if (target === undefined) throw new FileApiError(400, 'no file');

@@ -144,8 +144,17 @@ export async function removeFile(path: string): Promise<void> {
 export type UploadStream = Readable & { truncated?: boolean };
 
 /**
+ * The folders made by uploads in flight, with how many uploads in flight hold
+ * each: the one that made it, and those that walked into it since. Any of
+ * them that fails removes it once empty, so a folder made for two uploads
+ * that both fail goes with the second, whichever made it.
+ */
+const inFlight = new Map<string, number>();
+
+/**
  * One request's uploads, stored one after another and taken back together
- * when a later part fails: the files, then the folders they made.
+ * when a later part fails: the files, then the folders they made or share
+ * (`inFlight`). Call `release` once the request is over.
  */
 export class Uploads {
   /** The targets stored so far, in order. */
@@ -173,11 +182,31 @@ export class Uploads {
     }
   }
 
-  /** Removes what was stored, then the folders made for it that are empty (not another upload's). */
+  /** Removes what was stored, then those of its folders that are empty (not holding another upload's file). */
   async discard(): Promise<void> {
     await Promise.all(this.stored.map((path) => unlink(path).catch(() => {})));
     const deepestFirst = [...this.folders].sort((a, b) => b.length - a.length);
     for (const folder of deepestFirst) await rmdir(folder).catch(() => {});
+  }
+
+  /** The request is over: its folders are no longer its to remove. */
+  release(): void {
+    for (const folder of this.folders.splice(0)) {
+      const count = (inFlight.get(folder) ?? 1) - 1;
+      if (count === 0) inFlight.delete(folder);
+      else inFlight.set(folder, count);
+    }
+  }
+
+  /** Makes the parents of `path`; holds those it made and those an upload in flight made. */
+  private async enter(path: string): Promise<void> {
+    const made = await makeParents(path);
+    for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
+      if (this.folders.includes(folder)) continue;
+      if (!made.includes(folder) && !inFlight.has(folder)) continue;
+      this.folders.push(folder);
+      inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
+    }
   }
 
   /**
@@ -188,7 +217,7 @@ export class Uploads {
   private createBeside(temp: string): Promise<FileHandle> {
     const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
     const attempt = async () => {
-      this.folders.push(...(await makeParents(temp)));
+      await this.enter(temp);
       return open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
     };
     const again = (error: NodeJS.ErrnoException) => {
