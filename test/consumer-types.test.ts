@@ -20,6 +20,7 @@ import {
 import {
   pathgate as fastifyGate,
   PathgateDeniedError,
+  PathgateFieldTooLongError,
   PathgateRouteConfigError,
 } from '@pathgate/fastify';
 import express from 'express';
@@ -48,6 +49,8 @@ app.setErrorHandler((error, _request, reply) => {
 export const denied: number = new PathgateDeniedError({ reason: 'nul-byte', label: 'body.to' });
 // @ts-expect-error as above
 export const misdeclared: number = new PathgateRouteConfigError();
+// @ts-expect-error as above
+export const tooLong: number = new PathgateFieldTooLongError();
 
 const gate = expressGate({ policy });
 express().get('/files/:name', gate.read({ params: 'name' }), (req, res) => {

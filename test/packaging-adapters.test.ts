@@ -77,10 +77,17 @@ function probe(mod, where) {
       denied.label,
     ],
     config: new mod.PathgateRouteConfigError().statusCode,
+    tooLong: [new mod.PathgateFieldTooLongError().statusCode, new mod.PathgateFieldTooLongError().code],
   };
 }`,
   expected: {
-    names: ['PathgateDeniedError', 'PathgateRouteConfigError', 'default', 'pathgate'],
+    names: [
+      'PathgateDeniedError',
+      'PathgateFieldTooLongError',
+      'PathgateRouteConfigError',
+      'default',
+      'pathgate',
+    ],
     sameDefault: true,
     meta: { fastify: '5.x', name: '@pathgate/fastify' },
     skipOverride: true,
@@ -93,6 +100,7 @@ function probe(mod, where) {
       'body.to',
     ],
     config: 500,
+    tooLong: [413, 'PATHGATE_FIELD_TOO_LONG'],
   },
   types: [
     /declare module 'fastify' \{\s*interface FastifyContextConfig \{[^}]*pathgate\?: RouteGuardOptions;/,

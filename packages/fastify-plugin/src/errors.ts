@@ -48,3 +48,21 @@ export const PathgateRouteConfigError: FastifyErrorConstructor<{
   'pathgate: this route has an invalid path declaration (see the server log)',
   500,
 );
+
+/**
+ * 413, code `PATHGATE_FIELD_TOO_LONG`: on a route with body specs, a
+ * multipart field was longer than @fastify/multipart's `limits.fieldSize`.
+ * busboy cut it and multipart only flags the part, so a body spec would check
+ * (and the handler get) a value the client never sent. Thrown out of
+ * `request.parts()` (which `attachFieldsToBody` reads through), as multer's
+ * `LIMIT_FIELD_VALUE` is a 413 under the Express adapter. Names no field: the
+ * name is the client's.
+ */
+export const PathgateFieldTooLongError: FastifyErrorConstructor<{
+  code: 'PATHGATE_FIELD_TOO_LONG';
+  statusCode: 413;
+}> = createError(
+  'PATHGATE_FIELD_TOO_LONG',
+  'a multipart field is longer than limits.fieldSize: its value was cut',
+  413,
+);

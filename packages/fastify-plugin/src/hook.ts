@@ -15,7 +15,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { PathgateRouteConfigError } from './errors.js';
-import { guardMultipart, holdsFileBuffer, holdsUncheckedFile } from './multipart.js';
+import { guardFields, guardMultipart, holdsFileBuffer, holdsUncheckedFile } from './multipart.js';
 import type { PathgateSettings } from './options.js';
 import { createOnSend, sendDenial } from './reply.js';
 import { type RequestState, startState, stateOf } from './request-state.js';
@@ -221,23 +221,44 @@ export function guardedHandler(
 /** The hooks one guarded route gets, closing over its compiled guard. */
 export interface RouteHooks {
   onRequest?: onRequestHookHandler;
-  preHandler: preHandlerHookHandler;
+  preHandler?: preHandlerHookHandler;
   onSend?: onSendHookHandler;
 }
 
+/** A route with body specs and no file spec: `parts()` refuses a cut field (`guardFields`). */
+const fieldsOnRequest: onRequestHookHandler = function pathgateFieldsOnRequest(
+  request,
+  _reply,
+  done,
+) {
+  guardFields(request);
+  done();
+};
+
 /**
- * Route-level hooks for a route the `onRoute` hook saw, with file specs or
- * a `preHandler` of its own (each such route also gets `guardedHandler`,
- * which then only tests that the check passed). A route without file specs
- * gets one `preHandler`, which starts the request's state and checks every
- * value. A route with file specs also gets `onRequest` (starts the state,
- * checks early, wraps multipart) and `onSend` (see `createOnSend`).
+ * Route-level hooks for a route the `onRoute` hook saw. A route with file
+ * specs gets `onRequest` (starts the state, checks early, wraps multipart),
+ * `preHandler` and `onSend` (see `createOnSend`); the guarded handler then
+ * only tests that the check passed. Any other route gets a `preHandler`
+ * that starts the request's state and checks every value unless the check
+ * runs in its guarded handler (`inHandler`), and, with body specs, an
+ * `onRequest` that wraps multipart's `parts()` before `attachFieldsToBody`
+ * reads a field (`guardFields`).
  */
-export function createRouteHooks(guard: RouteGuard, settings: PathgateSettings): RouteHooks {
+export function createRouteHooks(
+  guard: RouteGuard,
+  settings: PathgateSettings,
+  inHandler: boolean,
+): RouteHooks {
   const preHandler: preHandlerHookHandler = function pathgatePreHandler(request, reply, done) {
     if (checkRoute(request, reply, guard, settings)) done();
   };
-  if (!guard.expectsFiles) return { preHandler };
+  if (!guard.expectsFiles) {
+    return {
+      ...(guard.bodyLabel === undefined ? {} : { onRequest: fieldsOnRequest }),
+      ...(inHandler ? {} : { preHandler }),
+    };
+  }
   return {
     onRequest: function pathgateOnRequest(request, reply, done) {
       const state = startState(request, guard, false);
@@ -273,7 +294,12 @@ export function createAppWideHooks(
       }
       if (guard === undefined) return done();
       const state = startState(request, guard, true);
-      if (!guard.expectsFiles || !startFiles(request, reply, state, settings)) done();
+      if (guard.expectsFiles) {
+        if (!startFiles(request, reply, state, settings)) done();
+        return;
+      }
+      if (guard.bodyLabel !== undefined) guardFields(request);
+      done();
     },
     preHandler: function pathgateAppWidePreHandler(request, reply, done) {
       const state = stateOf(request);

@@ -10,7 +10,11 @@ export type {
 } from '@pathgate/core';
 export type { PathgateRouteConfig } from './augment.js';
 export type { PathgateDenied } from './errors.js';
-export { PathgateDeniedError, PathgateRouteConfigError } from './errors.js';
+export {
+  PathgateDeniedError,
+  PathgateFieldTooLongError,
+  PathgateRouteConfigError,
+} from './errors.js';
 export type {
   DenyHandler,
   PathgateOptions,

@@ -1,6 +1,6 @@
 import { type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PathgateDeniedError } from './errors.js';
+import { PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
@@ -18,6 +18,8 @@ interface Part {
     errored?: unknown;
   };
   fields?: Record<string, unknown>;
+  /** On a field: busboy cut its value at `limits.fieldSize`. */
+  valueTruncated?: unknown;
   pathgatePath?: string;
 }
 
@@ -54,6 +56,33 @@ async function* clientErrors<T>(parts: AsyncIterable<T>): AsyncGenerator<T> {
   } catch (error) {
     throw withClientStatus(error);
   }
+}
+
+/**
+ * On a route with body specs: a field busboy cut at `limits.fieldSize` is a
+ * 413, not a value to check as if it had been sent. Nothing after it is
+ * handed on.
+ */
+function refuseCut(part: Part): void {
+  if (part.valueTruncated === true) throw new PathgateFieldTooLongError();
+}
+
+/**
+ * Per request, on routes with body specs and no file spec: an own-property
+ * wrapper of multipart's `parts()`, which `attachFieldsToBody` reads
+ * through, refusing a cut field (`refuseCut`). Files are not these routes'
+ * business, so the other methods stay as they are.
+ */
+export function guardFields(request: FastifyRequest): void {
+  const methods = request as unknown as MultipartMethods;
+  const { parts } = methods;
+  if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
+  methods.parts = async function* pathgateFieldParts(options) {
+    for await (const part of parts.call(request, options)) {
+      if (part.type === 'field') refuseCut(part);
+      yield part;
+    }
+  };
 }
 
 /** Every file part the guard has checked. */
@@ -146,6 +175,11 @@ class PartChecks {
     return true;
   }
 
+  /** A field: cut, on a route with body specs, it is a 413 (`refuseCut`). */
+  field(part: Part): void {
+    if (this.state.guard.bodyLabel !== undefined) refuseCut(part);
+  }
+
   /** After the last part: every required file spec must have been met. */
   end(): void {
     const result = this.state.guard.checkMissingFiles([
@@ -196,7 +230,8 @@ export function guardMultipart(
   methods.parts = async function* pathgateParts(options) {
     checks.sticky();
     for await (const part of clientErrors(parts.call(request, options))) {
-      if (part.type !== 'field' && !checks.file(part)) continue;
+      if (part.type === 'field') checks.field(part);
+      else if (!checks.file(part)) continue;
       yield part;
     }
     checks.end();

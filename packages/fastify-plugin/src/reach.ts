@@ -106,7 +106,8 @@ function guardHandler(route: RouteOptions, guard: RouteGuard, settings: Pathgate
  * guarded (`guardHandler`). A route with a file spec or a `preHandler` of
  * its own also gets route-level hooks, each the route's first of its kind,
  * which check first; the guarded handler then only tests that they did.
- * Either way the check comes after the hooks of the application and its
+ * A route with body specs also gets an `onRequest` hook that refuses a
+ * multipart field cut at `limits.fieldSize` (`guardFields`). Either way the check comes after the hooks of the application and its
  * plugins (Fastify runs those before any route-level hook) and before the
  * route's own, which see checked values.
  */
@@ -116,8 +117,8 @@ export function guardRoute(
   settings: PathgateSettings,
 ): void {
   const options = route as unknown as Record<string, unknown>;
-  const needsHooks = guard.expectsFiles || ownHooks(options.preHandler).length > 0;
-  const hooks: Partial<RouteHooks> = needsHooks ? createRouteHooks(guard, settings) : {};
+  const inHandler = !guard.expectsFiles && ownHooks(options.preHandler).length === 0;
+  const hooks: RouteHooks = createRouteHooks(guard, settings, inHandler);
   for (const name of HOOK_NAMES) {
     const hook = hooks[name];
     if (options[name] === undefined && hook === undefined) continue;
