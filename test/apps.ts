@@ -44,6 +44,8 @@ export interface AppOptions {
   onDeny?: (framework: Framework, denial: PathDenial, handed: Handed) => unknown;
   /** Both adapters' `reportOnly` option. */
   reportOnly?: boolean;
+  /** busboy's limits, for @fastify/multipart and for the gate's multer alike. */
+  multipartLimits?: { fieldSize?: number };
 }
 
 /** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
@@ -68,7 +70,7 @@ export function buildExpress(options: AppOptions): express.Express {
     reportOnly: options.reportOnly,
     onDeny: (denial, req) => options.onDeny?.('express', denial, handed(req)),
   });
-  const upload = gate.multer({ storage: multer.memoryStorage() });
+  const upload = gate.multer({ storage: multer.memoryStorage(), limits: options.multipartLimits });
   const app = express();
   app.use(express.json());
   for (const route of options.routes) {
@@ -105,7 +107,11 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
     },
   });
   if (options.routes.some(takesFiles)) {
-    await app.register(multipart, { attachFieldsToBody: true, preservePath: true });
+    await app.register(multipart, {
+      attachFieldsToBody: true,
+      preservePath: true,
+      limits: options.multipartLimits,
+    });
   }
   for (const route of options.routes) {
     app.route({

@@ -1,6 +1,6 @@
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Apps, type Sent, send, startApps } from './apps.js';
+import { type Apps, BOUNDARY, MULTIPART_TYPE, type Sent, send, startApps } from './apps.js';
 import { CASES, policy, ROOT, ROUTES } from './parity-cases.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
@@ -163,5 +163,52 @@ describe('an onDeny whose body JSON cannot write', () => {
       await odd.close();
       warn.mockRestore();
     }
+  });
+});
+
+describe('a multipart field longer than limits.fieldSize', () => {
+  const LIMIT = 16;
+  let limited: Apps;
+  let handled = 0;
+  beforeAll(async () => {
+    limited = await startApps({
+      policy,
+      routes: ROUTES,
+      multipartLimits: { fieldSize: LIMIT },
+      onHandle: () => {
+        handled++;
+      },
+    });
+  });
+  afterAll(() => limited.close());
+
+  /** `/file-and-body`: the body spec `d`, then the file `f`. */
+  const upload = (d: string): Sent => ({
+    method: 'POST',
+    path: '/file-and-body',
+    headers: { 'content-type': MULTIPART_TYPE },
+    body: Buffer.from(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="d"\r\n\r\n${d}\r\n` +
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\n\r\nx\r\n` +
+        `--${BOUNDARY}--\r\n`,
+    ),
+  });
+  const both = (sent: Sent) =>
+    Promise.all([send(limited.fastify.port, sent), send(limited.express.port, sent)]);
+
+  it.each([
+    ['one byte over: 413, never checked cut', 'uploads/'.padEnd(LIMIT + 1, 'a')],
+    ['a traversal cut short: 413, not the deny of the cut text', 'uploads/../../etc/passwd'],
+  ])('%s', async (_name, d) => {
+    handled = 0;
+    const [fromFastify, fromExpress] = await both(upload(d));
+    expect([fromFastify.status, fromExpress.status]).toEqual([413, 413]);
+    expect(handled).toBe(0);
+  });
+
+  it("at the limit: neither cuts it (a part object under Fastify's `true`: not-a-string)", async () => {
+    const [fromFastify, fromExpress] = await both(upload('uploads/'.padEnd(LIMIT, 'a')));
+    expect([fromFastify.status, fromExpress.status]).toEqual([403, 200]);
+    expect(fromFastify.body).toEqual(denyBody({ reason: 'not-a-string', label: 'body.d' }));
   });
 });
