@@ -241,21 +241,21 @@ const fieldsOnRequest: onRequestHookHandler = function pathgateFieldsOnRequest(
  * `preHandler` and `onSend` (see `createOnSend`); the guarded handler then
  * only tests that the check passed. Any other route gets a `preHandler`
  * that starts the request's state and checks every value unless the check
- * runs in its guarded handler (`inHandler`), and, with body specs, an
- * `onRequest` that wraps multipart's `parts()` before `attachFieldsToBody`
- * reads a field (`guardFields`).
+ * runs in its guarded handler (`inHandler`), and, with body specs where
+ * multipart is registered (`multipart`), an `onRequest` that wraps its
+ * `parts()` before `attachFieldsToBody` reads a field (`guardFields`).
  */
 export function createRouteHooks(
   guard: RouteGuard,
   settings: PathgateSettings,
-  inHandler: boolean,
+  { inHandler, multipart }: { inHandler: boolean; multipart: boolean },
 ): RouteHooks {
   const preHandler: preHandlerHookHandler = function pathgatePreHandler(request, reply, done) {
     if (checkRoute(request, reply, guard, settings)) done();
   };
   if (!guard.expectsFiles) {
     return {
-      ...(guard.bodyLabel === undefined ? {} : { onRequest: fieldsOnRequest }),
+      ...(multipart && guard.bodyLabel !== undefined ? { onRequest: fieldsOnRequest } : {}),
       ...(inHandler ? {} : { preHandler }),
     };
   }

@@ -33,7 +33,8 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
     if (appWide && this !== fastify) covered.add(this);
     const guard = guards.compileRoute(route);
     if (guard === undefined) return;
-    guardRoute(route, guard, settings);
+    // Only a route that multipart may parse pays for the hook that guards its fields.
+    guardRoute(route, guard, settings, this.hasRequestDecorator('parts'));
     if (appWide) RouteGuards.markGuarded(route);
   });
   // A later plugin's onRoute hook can still change a declaration pathgate read.

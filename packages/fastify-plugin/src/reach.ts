@@ -106,8 +106,10 @@ function guardHandler(route: RouteOptions, guard: RouteGuard, settings: Pathgate
  * guarded (`guardHandler`). A route with a file spec or a `preHandler` of
  * its own also gets route-level hooks, each the route's first of its kind,
  * which check first; the guarded handler then only tests that they did.
- * A route with body specs also gets an `onRequest` hook that refuses a
- * multipart field cut at `limits.fieldSize` (`guardFields`). Either way the check comes after the hooks of the application and its
+ * A route with body specs, declared where @fastify/multipart is registered
+ * (`multipart`), also gets an `onRequest` hook that refuses a multipart
+ * field cut at `limits.fieldSize` (`guardFields`). Either way the check
+ * comes after the hooks of the application and its
  * plugins (Fastify runs those before any route-level hook) and before the
  * route's own, which see checked values.
  */
@@ -115,10 +117,11 @@ export function guardRoute(
   route: RouteOptions,
   guard: RouteGuard,
   settings: PathgateSettings,
+  multipart: boolean,
 ): void {
   const options = route as unknown as Record<string, unknown>;
   const inHandler = !guard.expectsFiles && ownHooks(options.preHandler).length === 0;
-  const hooks: RouteHooks = createRouteHooks(guard, settings, inHandler);
+  const hooks: RouteHooks = createRouteHooks(guard, settings, { inHandler, multipart });
   for (const name of HOOK_NAMES) {
     const hook = hooks[name];
     if (options[name] === undefined && hook === undefined) continue;

@@ -149,3 +149,29 @@ describe('a route without a body spec', () => {
     expect(res.json).toEqual({ note: 'n'.repeat(LIMIT), truncated: true });
   });
 });
+
+describe('the onRequest hook that guards fields', () => {
+  /** The onRequest hooks a body-spec route ends up with, as a later onRoute hook sees them. */
+  async function onRequestOf(withMultipart: boolean): Promise<unknown> {
+    const app = newApp();
+    if (withMultipart) await app.register(multipart, { attachFieldsToBody: 'keyValues' });
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    let seen: unknown;
+    app.addHook('onRoute', (route) => {
+      seen = route.onRequest;
+    });
+    const paths = [{ body: 'to' }];
+    app.post('/move', { config: { pathgate: { mode: 'write', paths } } }, async () => 'ok');
+    await app.ready();
+    await app.close();
+    return seen;
+  }
+
+  it('is added where multipart is registered', async () => {
+    expect(await onRequestOf(true)).toEqual([expect.any(Function)]);
+  });
+
+  it('is not added to a JSON-only app: its body routes keep running no hook', async () => {
+    expect(await onRequestOf(false)).toBeUndefined();
+  });
+});
