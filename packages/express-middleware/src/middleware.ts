@@ -12,7 +12,7 @@ import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import { gateRoutePath, leaveRouteState, uploadFollows } from './route-state.js';
 import type { ValuesReader } from './route-values.js';
-import { uploadOf } from './upload.js';
+import { storedFiles, uploadOf } from './upload.js';
 
 /** Checked before a multipart body is read; its fields and files are checked after multer. */
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
@@ -99,9 +99,9 @@ export function routeMiddleware({
   params,
 }: RouteMiddlewareParts): PathgateHandler {
   const { reportOnly } = settings;
-  const { expectsFiles, bodyLabel } = guard;
+  const { expectsFiles, bodyLabel, fileLabel } = guard;
   // What a deny names when no parser or gate.multer() reads the body these specs need.
-  const unreadLabel = bodyLabel ?? guard.fileLabel;
+  const unreadLabel = bodyLabel ?? fileLabel;
   const warnUnknownParams = unknownParamsWarner(settings, params);
   const warn = misconfiguredOnce(settings);
   /** The unread body these specs cannot check: none that a gate.multer() after us will read. */
@@ -129,8 +129,12 @@ export function routeMiddleware({
     if (!result.ok) return result;
     if (unread)
       return { ok: false, denial: { reason: 'missing-path', label: unreadLabel as string } };
+    if (deferred || !expectsFiles) return result;
+    // Files a parser before us stored (another gate's multer, plain multer): never checked by these specs.
+    if (storedFiles(req).length > 0)
+      return { ok: false, denial: { reason: 'missing-path', label: fileLabel as string } };
     // Nothing will read files after us: a required one is missing (fail closed).
-    return !deferred && expectsFiles ? guard.checkMissingFiles(NO_FILES) : result;
+    return guard.checkMissingFiles(NO_FILES);
   };
   const pathgate: RequestHandler = (req, res, next) => {
     const info = guard.newInfo();

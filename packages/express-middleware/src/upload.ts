@@ -56,7 +56,7 @@ export function uploadOf(req: Request): Upload | undefined {
 }
 
 /** The files multer stored for `single`, `array`, `fields` or `any`. */
-function storedFiles(req: Request): Express.Multer.File[] {
+export function storedFiles(req: Request): Express.Multer.File[] {
   if (req.file) return [req.file];
   const files = req.files;
   if (!files) return [];

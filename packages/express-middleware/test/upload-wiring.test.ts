@@ -168,6 +168,29 @@ describe('a gate after the gate.multer() that stored the files', () => {
       },
     );
   });
+
+  it('an optional file spec cannot check the stored files either: denied, never passed unchecked', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const narrow = pathgate({ root: gate.policy.root, fs: ['rw:uploads/public/**'] });
+        const late = narrow.write({ ...FILE, optional: true });
+        app.post('/narrow', gate.write(FILE), gate.multer().single('f'), late, answer);
+        // Another parser's files (here plain multer's) are as unchecked.
+        app.post('/plain', plain(), gate.write({ ...FILE, optional: true }), answer);
+      },
+      async (port, root, reached) => {
+        const narrow = await upload(port, '/narrow', [filePart('f', 'secret.txt')]);
+        expect(narrow.json).toEqual(missingFile);
+        expect(filesUnder(root)).toEqual([]);
+        const plainFile = await upload(port, '/plain', [filePart('f', '../../../evil')]);
+        expect(plainFile.json).toEqual(missingFile);
+        // Without a file, the optional spec lets the request through.
+        const none = await upload(port, '/plain', [fieldPart('t', 'x')]);
+        expect(none.json).toMatchObject({ file: null });
+        expect(reached()).toBe(1);
+      },
+    );
+  });
 });
 
 describe('a second gate.multer() on a request whose body one already read', () => {
