@@ -32,6 +32,26 @@ function refererHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return { ...headers, referer: value as string, referrer: value };
 }
 
+/** A query whose every read throws: the guard takes each of its values as one that fails (not-a-string). */
+const UNREADABLE = new Proxy(Object.freeze({}), {
+  getOwnPropertyDescriptor() {
+    throw new TypeError('pathgate: the query parser threw');
+  },
+});
+
+/**
+ * `req.query`, which Express 5 parses on each read: a query parser that
+ * throws (one decoding `%ZZ` with decodeURIComponent) is a deny of the query
+ * specs, as a throwing value read is, not an error for a 500.
+ */
+function readQuery(req: Request): unknown {
+  try {
+    return req.query;
+  } catch {
+    return UNREADABLE;
+  }
+}
+
 /**
  * Works out once, when a route is built, what its guard reads the request
  * from. Usually the request itself, as in the Fastify adapter (its guard
@@ -50,7 +70,7 @@ export function valuesReader(paths: readonly PathSpec[]): ValuesReader {
   const headers = declares('headers');
   return (req) => ({
     params: req.params,
-    query: query ? req.query : undefined,
+    query: query ? readQuery(req) : undefined,
     body: body ? req.body : undefined,
     headers: referer ? refererHeaders(req.headers) : headers ? req.headers : undefined,
   });

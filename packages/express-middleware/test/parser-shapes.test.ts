@@ -222,6 +222,11 @@ describe("query parser 'simple' (the default) and false", () => {
   it.each(ROWS)('%s: %s', (_name, parser, path, want) => expectShape(path, { parser }, want));
 });
 
+/** A parser that decodes with decodeURIComponent: `%ZZ` throws when req.query is read. */
+const throwingParser = () => {
+  throw new URIError('URI malformed');
+};
+
 describe('a custom query parser', () => {
   const ROWS: readonly (readonly [string, (text: string) => unknown, Want])[] = [
     [
@@ -238,6 +243,7 @@ describe('a custom query parser', () => {
       { reason: 'not-a-string', label: P },
     ],
     ['null', () => null, { reason: 'missing-path', label: P }],
+    ['one that throws', throwingParser, { reason: 'not-a-string', label: P }],
     [
       'a null-prototype object',
       () => Object.assign(Object.create(null), { p: 'docs/a' }),
@@ -257,6 +263,7 @@ describe('an optional query value: skipped only when missing or empty', () => {
     ['a list of one', 'extended', '/qo?p[]=docs/a', { raw: ['docs/a'], checked: docs('a') }],
     ['a list of one empty value', 'extended', '/qo?p[]=', { reason: 'missing-path', label: P }],
     ['an object', 'extended', '/qo?p[a]=docs/a', { reason: 'not-a-string', label: P }],
+    ['a parser that throws', throwingParser, '/qo?p=%ZZ', { reason: 'not-a-string', label: P }],
   ];
   it.each(ROWS)('%s: %s', (_name, parser, path, want) => expectShape(path, { parser }, want));
 });
