@@ -233,6 +233,38 @@ describe("errors: 'next' and an error handler in the route that swallows the den
     expect(body.pathgate).toMatchObject({ mode: 'read', body: { from: `${ROOT}/docs/a` } });
     expect(body.pathgate.body).not.toHaveProperty('to');
   });
+
+  it('a file part denied inside multer: the handler, once, without req.pathgate or the denied file', async () => {
+    let calls = 0;
+    const app = express();
+    const upload = nextGate.multer({ storage: multer.memoryStorage() }).any();
+    app.post(
+      '/up',
+      nextGate.write({ file: true, under: 'uploads' }),
+      upload,
+      swallow,
+      (req: Request, res: Response) => {
+        calls += 1;
+        res.json({ pathgate: req.pathgate ?? null, files: req.files ?? null });
+      },
+    );
+    const parts = [filePart('f', 'ok.txt'), filePart('f', '../../../etc/x')];
+    const res = await withServed(app, (s) =>
+      request(s.port, 'POST', '/up', {
+        headers: { 'content-type': MULTIPART },
+        body: multipart(parts),
+      }),
+    );
+    expect(res.status).toBe(200);
+    // multer lists what it took before the abort: only the checked file, never the denied one.
+    expect(res.json).toEqual({
+      pathgate: null,
+      files: [
+        expect.objectContaining({ originalname: 'ok.txt', pathgatePath: `${ROOT}/uploads/ok.txt` }),
+      ],
+    });
+    expect(calls).toBe(1);
+  });
 });
 
 describe('two gates of two policies on one route', () => {

@@ -431,6 +431,56 @@ describe('multipart fields, required and optional files', () => {
     );
   });
 
+  // multer builds req.body with append-field: brackets make lists and objects, as qs does.
+  it.each([
+    ['an object', [['target[a]', 'a.txt']], 'not-a-string'],
+    [
+      'a list, one climbing',
+      [
+        ['target[]', 'a.txt'],
+        ['target[]', '../../x'],
+      ],
+      'path-not-in-allowlist',
+    ],
+    [
+      'a repeated name, one climbing',
+      [
+        ['target', 'a.txt'],
+        ['target', '../../x'],
+      ],
+      'path-not-in-allowlist',
+    ],
+    [
+      'indexes out of order',
+      [
+        ['target[1]', 'a.txt'],
+        ['target[0]', '../../x'],
+      ],
+      'path-not-in-allowlist',
+    ],
+    [
+      'a sparse list (holes)',
+      [
+        ['target[0]', 'a.txt'],
+        ['target[5]', 'b.txt'],
+      ],
+      'not-a-string',
+    ],
+    ['a nested list', [['target[0][0]', 'a.txt']], 'not-a-string'],
+    [
+      'a name then a key',
+      [
+        ['target', 'a.txt'],
+        ['target[x]', '../../x'],
+      ],
+      'not-a-string',
+    ],
+    ['__proto__[target]', [['__proto__[target]', 'a.txt']], 'missing-path'],
+  ] as const)('text field shapes: %s → %s', async (_name, fields, reason) => {
+    const parts = fields.map(([name, value]) => fieldPart(name, value));
+    await expectDenied(await send('/fields', parts), reason, 'body.target');
+  });
+
   it('a required file that is not sent → missing-path; optional → the handler runs without it', async () => {
     await expectDenied(
       await send('/avatar', [fieldPart('note', 'hi')]),
