@@ -20,8 +20,8 @@ export interface PathgateRequestFields {
 
 /** What pathgate adds to multer's file (merged into `Express.Multer.File`). */
 export interface PathgateFileFields {
-  /** The canonical path pathgate checked this file's name as: store the file here. */
-  pathgatePath?: string;
+  /** The canonical path pathgate checked this file's name as: store the file here (read-only). */
+  readonly pathgatePath?: string;
 }
 
 // Declaration merging; exported types above keep it in the built d.ts.

@@ -7,10 +7,18 @@ import { uploadOf } from './upload.js';
 export type FileFilter = NonNullable<Options['fileFilter']>;
 
 /**
+ * The checked path, read-only: a user filter (or storage) that assigns
+ * another throws instead of sending the file where no check looked.
+ */
+function pinPath(file: Express.Multer.File, path: string): void {
+  Object.defineProperty(file, 'pathgatePath', { value: path, enumerable: true });
+}
+
+/**
  * multer's `fileFilter`: runs once per file part, after its headers and
  * before storage reads a byte. A denied name is answered at once; an allowed
  * one gets its canonical path on `file.pathgatePath` (enumerable, so multer
- * copies it to `req.file`), then the user's own filter decides.
+ * copies it to `req.file`; read-only), then the user's own filter decides.
  */
 export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilter {
   return function fileFilter(req: Request, file: Express.Multer.File, cb: FileFilterCallback) {
@@ -23,7 +31,7 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     if (decision.kind === 'skip') return cb(null, false);
     const stop = upload.stopsWith(decision);
     if (stop) return cb(stop);
-    if (decision.kind === 'allow') file.pathgatePath = decision.file.path;
+    if (decision.kind === 'allow') pinPath(file, decision.file.path);
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     const accept = ((error: Error | null, include?: boolean) => {
       if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);

@@ -260,3 +260,26 @@ describe('a report-only gate after gate.multer() whose onDeny answers itself', (
     );
   });
 });
+
+describe('the checked path on the file object (file.pathgatePath)', () => {
+  it('a user fileFilter cannot move it: the safe storage writes only where the check looked', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const redirect = gate.multer({
+          fileFilter: (_req, file, cb) => {
+            // App code, but a mistake here must not write outside the checked path.
+            Object.assign(file, { pathgatePath: join(gate.policy.root, 'docs', 'planted') });
+            cb(null, true);
+          },
+        });
+        app.post('/moved', gate.write(FILE), redirect.single('f'), answer);
+      },
+      async (port, root) => {
+        const res = await upload(port, '/moved', [filePart('f', 'a.txt')]);
+        // The assignment throws: the filter's error reaches the app's error handler.
+        expect(res.status).toBe(500);
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+});
