@@ -197,8 +197,13 @@ class PartChecks {
   }
 
   private deny(denial: PathDenial, part?: Part): void {
+    const sentBefore = this.reply.sent;
     const body = refuse(this.request, this.reply, denial, this.settings);
-    if (body === undefined) return; // report-only: the part goes on, without a pathgatePath
+    // Report-only: the part goes on, without a pathgatePath, unless the app's
+    // onDeny answered the request itself: then no one is left to take it or a
+    // later part, so it is refused as if enforced (saveRequestFiles() removes
+    // what it spooled), under that answer.
+    if (body === undefined && (sentBefore || !this.reply.sent)) return;
     if (part) {
       forgetPart(part);
       // Unread, not resumed: multipart unpipes the request and ends the iteration.

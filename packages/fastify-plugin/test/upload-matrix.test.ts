@@ -3,7 +3,7 @@ import { copyFile, rename } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import multipart, { type FastifyMultipartOptions, type MultipartFile } from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../../test/answer.js';
 import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
@@ -25,7 +25,8 @@ import { RULES, store, storeBuffer } from './multipart-server.js';
 // route's file specs × the order of the parts × deny mode × where pathgate
 // is registered), over real HTTP. Each row checks the status and body, how
 // often the handler ran, what is below uploads/ and in the spool when the
-// answer arrives, and that the answer arrives at all.
+// answer arrives, that the answer arrives at all, and that nothing more is
+// written once the handler, or multipart's attachFieldsToBody hook, is done.
 
 type Consume =
   | 'file'
@@ -37,7 +38,8 @@ type Consume =
   | 'onFile'
   | 'attach-save';
 type Specs = 'any' | 'avatar' | 'avatar?' | 'two' | 'read';
-type Mode = 'enforce' | 'report' | 'onDeny';
+/** `answer`: report-only, with an onDeny that answers the request itself. */
+type Mode = 'enforce' | 'report' | 'onDeny' | 'answer';
 const PLACEMENTS = ['root', 'encapsulated', 'late', 'late-plugin'] as const;
 
 interface Row {
@@ -66,6 +68,8 @@ interface Row {
   readonly calls?: number;
   /** Below uploads/ when the answer arrives. Default: nothing. */
   readonly disk?: readonly string[];
+  /** File parts handed to the handler or onFile, or returned by saveRequestFiles(). Default: not checked. */
+  readonly handed?: number;
 }
 
 const KB = 1024;
@@ -83,6 +87,7 @@ const DENIED = file('upload', '../x.bin', 'no');
 const READONLY = file('upload', 'r.pdf', 'no');
 const ANY_DENIED = denied('file *', 'path-not-in-allowlist');
 const ONDENY_BODY = { refused: 'by onDeny' };
+const ANSWER_BODY = { answered: 'by onDeny' };
 
 const SPECS = {
   any: { mode: 'write', paths: [{ file: true, under: 'uploads' }] },
@@ -103,12 +108,22 @@ interface Seen {
   pings: number;
   /** onDeny calls: one per refused request, one per would-be deny in report-only mode. */
   denies: number;
+  /** The handler's work, and each multipart iteration's: settled when nothing more is written. */
+  work: Promise<unknown>[];
+  /** See `Row.handed`. */
+  handed: number;
 }
 
 /** Stores what the handler was handed, each way: where pathgate checked, or nothing. */
-async function consume(request: FastifyRequest, row: Row, spool: string): Promise<object> {
+async function consume(
+  request: FastifyRequest,
+  row: Row,
+  spool: string,
+  seen: Seen,
+): Promise<object> {
   const stored: string[] = [];
   const keep = async (part: MultipartFile) => {
+    seen.handed++;
     // Report-only: a would-be denied part carries no pathgatePath; read and drop it.
     if (part.pathgatePath === undefined) await part.toBuffer();
     else stored.push(await store(part));
@@ -122,6 +137,7 @@ async function consume(request: FastifyRequest, row: Row, spool: string): Promis
     for await (const part of request.parts()) if (part.type === 'file') await keep(part);
   } else if (row.consume === 'save' || row.consume === 'attach-save') {
     const { files } = await request.saveRequestFiles({ tmpdir: spool });
+    seen.handed += files.length;
     for (const f of files) {
       if (f.pathgatePath === undefined) continue;
       await copyFile(f.filepath, `${f.pathgatePath}.partial`);
@@ -159,6 +175,27 @@ function multipartOptions(row: Row, onFile: (part: MultipartFile) => Promise<voi
   };
 }
 
+/**
+ * After pathgate's own onRequest hook (a route's first): each iteration of
+ * `parts()`, which saveRequestFiles() and the attachFieldsToBody hook read
+ * through, joins `seen.work` until it ends.
+ */
+function trackParts(seen: Seen): onRequestHookHandler {
+  return (request, _reply, done) => {
+    const parts = request.parts;
+    request.parts = async function* tracked(options) {
+      let ended = () => {};
+      seen.work.push(new Promise<void>((resolve) => (ended = resolve)));
+      try {
+        yield* parts.call(request, options);
+      } finally {
+        ended();
+      }
+    };
+    done();
+  };
+}
+
 async function build(row: Row, root: string, spool: string, seen: Seen): Promise<number> {
   const app = newApp();
   const mode = row.mode ?? 'enforce';
@@ -167,9 +204,10 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
     fs: RULES,
     // Past the deadline: a lingering close ends when the client's FIN is read, never on the timer.
     lingerMs: 60_000,
-    ...(mode === 'report' ? { reportOnly: true } : {}),
-    onDeny: () => {
+    ...(mode === 'report' || mode === 'answer' ? { reportOnly: true } : {}),
+    onDeny: (_denial: unknown, _request: FastifyRequest, reply: FastifyReply) => {
       seen.denies++;
+      if (mode === 'answer') reply.code(451).send(ANSWER_BODY);
       return mode === 'onDeny' ? ONDENY_BODY : undefined;
     },
   };
@@ -179,6 +217,7 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
     await scope.register(
       multipart,
       multipartOptions(row, async (part) => {
+        seen.handed++;
         if (part.pathgatePath === undefined) await part.toBuffer();
         else await store(part);
       }),
@@ -194,10 +233,12 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
       : {};
     scope.post(
       '/up',
-      { schema, config: { pathgate: SPECS[row.specs ?? 'any'] } },
-      async (request) => {
+      { schema, config: { pathgate: SPECS[row.specs ?? 'any'] }, onRequest: trackParts(seen) },
+      (request) => {
         seen.calls++;
-        return consume(request, row, spool);
+        const work = consume(request, row, spool, seen);
+        seen.work.push(work.catch(() => {}));
+        return work;
       },
     );
   };
@@ -215,6 +256,7 @@ async function build(row: Row, root: string, spool: string, seen: Seen): Promise
 }
 
 const DEADLINE = 5000;
+const SETTLE_DEADLINE = 2000;
 
 interface Answered {
   status: number;
@@ -263,9 +305,10 @@ function post(port: number, body: Buffer, root: string, spool: string): Promise<
 async function runRow(row: Row): Promise<void> {
   const root = sandbox();
   const spool = sandbox();
-  const seen: Seen = { calls: 0, pings: 0, denies: 0 };
+  const seen: Seen = { calls: 0, pings: 0, denies: 0, work: [], handed: 0 };
   const port = await build(row, root, spool, seen);
   const got = await post(port, multipartBody(row.parts), root, spool);
+  await settled(seen.work);
   const statuses = [row.status].flat();
   const ok = statuses.every((status) => status < 300);
   expect({ status: got.status, calls: seen.calls, denies: seen.denies, disk: got.disk }).toEqual({
@@ -275,8 +318,27 @@ async function runRow(row: Row): Promise<void> {
     disk: row.disk ?? [],
   });
   if (row.body) expect(got.json).toMatchObject(row.body);
-  // saveRequestFiles: a refused upload leaves nothing in the spool.
-  if (!ok) expect(got.spool).toEqual([]);
+  if (row.handed !== undefined) expect(seen.handed).toBe(row.handed);
+  // Nothing more once the handler and multipart are done: the answer did not stop them early.
+  expect(filesIn(join(root, 'uploads'))).toEqual(row.disk ?? []);
+  // saveRequestFiles: a refused upload leaves nothing in the spool: removed before
+  // the answer, or, where onDeny answered a report-only deny itself, just after it.
+  if (!ok) expect(filesIn(spool)).toEqual([]);
+  if (!ok && row.mode !== 'answer') expect(got.spool).toEqual([]);
+}
+
+/** Waits for the work the request started; work still running after the deadline fails the row. */
+async function settled(work: Promise<unknown>[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    const message = `work still running ${SETTLE_DEADLINE} ms after the answer`;
+    timer = setTimeout(() => reject(new Error(message)), SETTLE_DEADLINE);
+  });
+  try {
+    await Promise.race([Promise.all(work), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const LARGE = (code: string) => ({ statusCode: 413, code });
@@ -516,6 +578,18 @@ const specs: Row[] = NOT_FILE.flatMap((consume): Row[] => [
     disk: oneByOne(consume) ? ['me.png'] : [],
   },
   {
+    name: `${consume}: two fields, the required one missing, report-only, onDeny answers itself`,
+    consume,
+    specs: 'two',
+    mode: 'answer',
+    parts: [docs('d.txt'), field('avatar', 'x')],
+    status: 451,
+    body: ANSWER_BODY,
+    denies: 1,
+    disk: oneByOne(consume) ? ['d.txt'] : [],
+    handed: oneByOne(consume) ? 1 : 0,
+  },
+  {
     name: `${consume}: read mode, a file under public`,
     consume,
     specs: 'read',
@@ -550,6 +624,19 @@ const modes: Row[] = ALL.flatMap((consume): Row[] => [
     parts: [field('note', 'hi')],
     status: 200,
     denies: 1,
+  },
+  {
+    name: `${consume}: report-only, onDeny answers itself: no part after the deny is handed out`,
+    consume,
+    mode: 'answer',
+    parts: [good('a.bin'), DENIED, good('b.bin')],
+    // file() hands out the first part only: the deny is never met.
+    status: consume === 'file' ? 200 : 451,
+    ...(consume === 'file' ? {} : { body: ANSWER_BODY }),
+    denies: consume === 'file' ? 0 : 1,
+    disk: consume === 'file' || oneByOne(consume) ? ['a.bin'] : [],
+    // saveRequestFiles() returns none: it throws, having removed what it spooled.
+    handed: consume === 'file' || oneByOne(consume) ? 1 : 0,
   },
   {
     name: `${consume}: onDeny's body, denied first`,
@@ -635,7 +722,7 @@ describe('upload matrix: a request pipelined behind an upload answered while it 
     '%s: one answer, the rest read and dropped up to the FIN, no handler runs for the request behind',
     async (consume) => {
       const root = sandbox();
-      const seen: Seen = { calls: 0, pings: 0, denies: 0 };
+      const seen: Seen = { calls: 0, pings: 0, denies: 0, work: [], handed: 0 };
       const row: Row = { name: consume, consume, parts: [], status: 403 };
       const port = await build(row, root, sandbox(), seen);
       const body = multipartBody([
