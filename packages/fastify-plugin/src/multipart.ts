@@ -4,6 +4,7 @@ import { PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
+import { removeSpooled } from './spool.js';
 
 /** What the guard touches on a @fastify/multipart part. */
 interface Part {
@@ -29,7 +30,6 @@ interface MultipartMethods {
   files?: (options?: unknown) => AsyncIterable<Part>;
   file?: (options?: unknown) => Promise<Part | undefined>;
   saveRequestFiles?: (options?: unknown) => Promise<{ files: Part[] }>;
-  cleanRequestFiles?: () => Promise<void>;
 }
 
 /** busboy's errors for a malformed body carry no status: the client's fault, a 400, not a 500. */
@@ -192,7 +192,7 @@ class PartChecks {
   /** Fail closed should `saveRequestFiles()` ever stop reading through `parts()`. */
   async saved(files: readonly Part[]): Promise<void> {
     if (this.settings.reportOnly || files.every((f) => typeof f.pathgatePath === 'string')) return;
-    await (this.request as MultipartMethods).cleanRequestFiles?.();
+    await removeSpooled(this.request);
     this.deny(UNEXPECTED_FILE);
   }
 

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
 import { stateOf } from './request-state.js';
+import { removeSpooled } from './spool.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -56,7 +57,11 @@ export function refuse(
   return shaped ?? denyBody(denial);
 }
 
-/** A deny in a hook: the 403 goes out now. False in report-only mode (the request goes on). */
+/**
+ * A deny in a hook: the 403 goes out now, or once the files an earlier hook
+ * had `saveRequestFiles()` spool are removed. False in report-only mode (the
+ * request goes on).
+ */
 export function sendDenial(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -65,8 +70,13 @@ export function sendDenial(
 ): boolean {
   const body = refuse(request, reply, denial, settings);
   if (body === undefined) return false;
-  // Serialized here: a route's response schema must not drop `reason`.
-  reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
+  const answer = () => {
+    // Serialized here: a route's response schema must not drop `reason`.
+    if (!reply.sent) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
+  };
+  const removal = removeSpooled(request);
+  if (removal === undefined) answer();
+  else void removal.then(answer, answer);
   return true;
 }
 
