@@ -639,6 +639,16 @@ const modes: Row[] = ALL.flatMap((consume): Row[] => [
     handed: consume === 'file' || oneByOne(consume) ? 1 : 0,
   },
   {
+    name: `${consume}: report-only, onDeny answers itself, denied first`,
+    consume,
+    mode: 'answer',
+    parts: [DENIED, good('a.bin')],
+    status: 451,
+    body: ANSWER_BODY,
+    denies: 1,
+    handed: 0,
+  },
+  {
     name: `${consume}: onDeny's body, denied first`,
     consume,
     mode: 'onDeny',
