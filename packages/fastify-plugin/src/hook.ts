@@ -80,7 +80,8 @@ function unreadBody(request: FastifyRequest, guard: RouteGuard): PathDenial | un
 /**
  * Checks every declared value and answers a deny: false when the 403 went
  * out. In report-only mode every deny is reported (none stops the others
- * from being checked and recorded) and the request goes on.
+ * from being checked and recorded) and the request goes on, unless
+ * `onDeny` answered it.
  */
 function checkAndAnswer(
   request: FastifyRequest,
@@ -95,16 +96,21 @@ function checkAndAnswer(
   return true;
 }
 
-/** Report-only: every deny is reported, none stops the others from being checked and recorded. */
+/**
+ * Report-only: every deny is reported, none stops the others from being
+ * checked and recorded. False when the app's onDeny answered one itself:
+ * the request ends there, as after an enforced deny (no later onDeny call,
+ * no handler).
+ */
 function reportAll(
   request: FastifyRequest,
   reply: FastifyReply,
   state: RequestState,
   settings: PathgateSettings,
-): true {
+): boolean {
   const denials: PathDenial[] = [];
   checkValues(request, state, denials); // with `denials`, never a deny of its own
-  for (const denial of denials) sendDenial(request, reply, denial, settings);
+  for (const denial of denials) if (sendDenial(request, reply, denial, settings)) return false;
   state.checked = true;
   return true;
 }
@@ -131,7 +137,8 @@ function startFiles(
 
 /**
  * On a route without a file spec: starts the request's state and checks
- * every value. False when the 403 went out (report-only mode goes on).
+ * every value. False when the 403 went out (report-only mode goes on,
+ * unless `onDeny` answered the request).
  */
 function passes(
   request: FastifyRequest,

@@ -60,7 +60,7 @@ export function refuse(
 /**
  * A deny in a hook: the 403 goes out now, or once the files an earlier hook
  * had `saveRequestFiles()` spool are removed. False in report-only mode (the
- * request goes on).
+ * request goes on) unless `onDeny` answered the request itself.
  */
 export function sendDenial(
   request: FastifyRequest,
@@ -69,7 +69,8 @@ export function sendDenial(
   settings: PathgateSettings,
 ): boolean {
   const body = refuse(request, reply, denial, settings);
-  if (body === undefined) return false;
+  // Report-only: the request goes on, unless the app's onDeny answered it itself.
+  if (body === undefined) return reply.sent;
   const answer = () => {
     // Serialized here: a route's response schema must not drop `reason`.
     if (!reply.sent) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));

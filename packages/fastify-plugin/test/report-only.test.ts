@@ -234,3 +234,50 @@ describe('report-only', () => {
     expect(s.reports().map((l) => l.pathgate?.label)).toEqual(['params.dir']);
   });
 });
+
+describe('report-only, an onDeny that answers the request itself', () => {
+  async function serveAnswering(preHandler: boolean) {
+    const root = sandbox();
+    const lines: LogLine[] = [];
+    let onDenyCalls = 0;
+    let calls = 0;
+    const app = newApp({
+      logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+    });
+    await app.register(pathgate, {
+      root,
+      fs: ['rw:./uploads/**'],
+      reportOnly: true,
+      onDeny: (_denial, _request, reply) => {
+        onDenyCalls++;
+        reply.code(451).send({ error: 'unavailable' });
+      },
+    });
+    const paths = [{ body: 'from' }, { body: 'to' }];
+    app.post(
+      '/move',
+      {
+        config: { pathgate: { mode: 'write', paths } },
+        // A route preHandler of its own: pathgate then checks in its own preHandler hook.
+        ...(preHandler ? { preHandler: (_req, _reply, done) => done() } : {}),
+      },
+      async () => {
+        calls++;
+        return { moved: true };
+      },
+    );
+    const port = await listen(app);
+    return { port, lines, onDenyCalls: () => onDenyCalls, calls: () => calls };
+  }
+
+  it.each([
+    ['checked in the guarded handler', false],
+    ['checked in a preHandler hook', true],
+  ])('%s: its answer ends the request, once: no handler, no second onDeny', async (_name, hook) => {
+    const s = await serveAnswering(hook);
+    const res = await postJson(s.port, '/move', { from: '../a', to: '../b' });
+    expect(res.status).toBe(451);
+    expect({ handler: s.calls(), onDeny: s.onDenyCalls() }).toEqual({ handler: 0, onDeny: 1 });
+    expect(s.lines.filter((l) => /already sent/i.test(l.msg))).toEqual([]);
+  });
+});
