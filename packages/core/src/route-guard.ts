@@ -8,6 +8,7 @@ import {
 } from './check-fs.js';
 import { setOwn } from './own-key.js';
 import type { CompiledPolicy, PermissionPolicy } from './policy.js';
+import { checkRecordKeys } from './record-keys.js';
 import {
   type CompiledSpec,
   compileSpec,
@@ -417,5 +418,6 @@ export function compileRouteGuard(
   const specs = (paths as unknown[]).map((spec, i) =>
     compileSpec(spec, (message) => fail(`paths[${i}]: ${message}`), canonicalUnder),
   );
+  checkRecordKeys(specs, fail);
   return new RouteGuard(policy, mode as FsAccessMode, specs, settings);
 }

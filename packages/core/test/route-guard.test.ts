@@ -235,6 +235,53 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
   });
 });
 
+describe('compileRouteGuard: two specs of one source that share a record key', () => {
+  // A record's key is its selector's text (`'to.x'`), so `{ body: 'to.x' }` and
+  // `{ body: ['to', 'x'] }` would both be recorded as `body['to.x']`: the later
+  // path overwrites the earlier, and the handler cannot tell which value it holds.
+  const shared = (first: number, a: string, second: number, b: string, key: string) =>
+    `pathgate: route POST /move: paths[${first}] (${a}) and paths[${second}] (${b}) select different values but share the key ${key} in request.pathgate`;
+
+  it('a dotted key and a key list are a build-time error naming both specs', () => {
+    expect(buildError({ mode: 'write', paths: [{ body: 'to.x' }, { body: ['to', 'x'] }] })).toBe(
+      shared(0, 'body "to.x"', 1, 'body ["to","x"]', 'body["to.x"]'),
+    );
+  });
+
+  it('an index and a key of the same digits select different values too', () => {
+    const paths = [
+      { query: 'a' },
+      { query: ['dirs', 0] },
+      { query: ['dirs', '0'], optional: true },
+    ];
+    expect(buildError({ mode: 'read', paths })).toBe(
+      shared(1, 'query ["dirs",0]', 2, 'query ["dirs","0"]', 'query["dirs.0"]'),
+    );
+  });
+
+  it('specs that select the same value, or keys of different sources, build and record', () => {
+    const guard = guardOf({
+      mode: 'read',
+      paths: [
+        { body: 'a.b' },
+        { query: ['a', 'b'] },
+        { body: ['a.b'], optional: true },
+        { headers: 'X-Path' },
+        { headers: 'x-path' },
+      ],
+    });
+    const { result, info } = runGuard(guard, {
+      body: { 'a.b': 'docs/1' },
+      query: { a: { b: 'docs/2' } },
+      headers: { 'x-path': 'docs/3' },
+    });
+    expect(result).toEqual({ ok: true });
+    expect(info.body).toEqual({ 'a.b': '/srv/root/docs/1' });
+    expect(info.query).toEqual({ 'a.b': '/srv/root/docs/2' });
+    expect(info.headers).toEqual({ 'x-path': '/srv/root/docs/3' });
+  });
+});
+
 // --- checkRequest ---------------------------------------------------------------------------
 
 describe('checkRequest: sources, selectors and the info record', () => {

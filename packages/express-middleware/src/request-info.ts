@@ -73,7 +73,7 @@ function hasAccessor(req: Request): boolean {
 
 const isEmpty = (record: CheckedPaths): boolean => Object.keys(record).length === 0;
 
-/** One source's paths from two gates: the later gate's win where both name a selector. */
+/** One source's paths from two gates: the later gate's win where both record under one key. */
 function mergedRecord(earlier: CheckedPaths, later: CheckedPaths): CheckedPaths {
   if (isEmpty(earlier)) return later;
   return isEmpty(later) ? earlier : { ...earlier, ...later };

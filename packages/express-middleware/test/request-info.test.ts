@@ -236,6 +236,28 @@ describe('req.pathgate', () => {
     await supertest(app).post('/copy').send({ from: 'docs/a', to: 'docs/b' }).expect(403);
   });
 
+  it("two gates whose selectors share a key ('to.x', ['to', 'x']): the later gate's path is recorded", async () => {
+    const app = express();
+    app.post(
+      '/copy',
+      express.json(),
+      gate.write({ body: 'to.x' }),
+      gate.read({ body: ['to', 'x'] }),
+      sendInfo,
+    );
+    const { body } = await supertest(app)
+      .post('/copy')
+      .send({ 'to.x': 'uploads/a', to: { x: 'docs/b' } })
+      .expect(200);
+    expect(body.pathgate.body).toEqual({ 'to.x': `${ROOT}/docs/b` });
+  });
+
+  it('one gate declaring both of such a pair throws at startup, naming both specs', () => {
+    expect(() => gate.write({ body: 'to.x' }, { body: ['to', 'x'] })).toThrow(
+      /^pathgate: route gate\.write\(\) #\d+: paths\[0\] \(body "to\.x"\) and paths\[1\] \(body \["to","x"\]\) select different values/,
+    );
+  });
+
   it('two gates: a source neither declares is still the shared frozen empty record', async () => {
     const app = express();
     app.post(
