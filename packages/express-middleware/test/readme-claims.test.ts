@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RequestHandler } from 'express';
 import { describe, expect, it } from 'vitest';
 import { type PathgateOptions, pathgate } from '../src/index.js';
 import { filePart, onApp, request, upload } from './helpers.js';
@@ -68,6 +69,35 @@ describe('README, the options table', () => {
             message: 'query.path: path denied (path-not-in-allowlist)',
           },
         ]);
+      },
+    );
+  });
+});
+
+describe('README, "Express 5 facts"', () => {
+  it("lines 144-147: a host spec checks what req.get('host') reads; a trusted proxy's X-Forwarded-Host only if declared", async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: ['*'] });
+        app.set('trust proxy', true);
+        const answer: RequestHandler = (req, res) => {
+          const checked = req.pathgate?.headers.host;
+          res.json({ get: req.get('host'), hostname: req.hostname, host: req.host, checked });
+        };
+        app.get('/host', gate.read({ headers: 'host' }), answer);
+        app.get('/both', gate.read({ headers: 'host' }, { headers: 'x-forwarded-host' }), answer);
+      },
+      async (port, root) => {
+        const headers = { host: 'files.example', 'x-forwarded-host': 'other.example' };
+        expect((await request(port, 'GET', '/host', { headers })).json).toEqual({
+          get: 'files.example',
+          hostname: 'other.example',
+          host: 'other.example',
+          checked: join(root, 'files.example'),
+        });
+        const forged = { ...headers, 'x-forwarded-host': '..' };
+        expect((await request(port, 'GET', '/host', { headers: forged })).status).toBe(200);
+        expect((await request(port, 'GET', '/both', { headers: forged })).status).toBe(403);
       },
     );
   });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
+import type { PathSpec } from '@pathgate/core';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathgateOptions } from '../src/index.js';
 import { listen, newApp, request, sandbox } from './helpers.js';
@@ -105,5 +106,35 @@ describe('README, "onDeny and report-only"', () => {
         },
       }),
     ]);
+  });
+});
+
+describe('README, the spec table', () => {
+  it("line 130: 'host' is the Host header; with trustProxy, request.host reads X-Forwarded-Host, checked only if declared", async () => {
+    const app = newApp({ trustProxy: true });
+    const root = sandbox();
+    await app.register(pathgate, { root, fs: ['*'] });
+    const answer = async (req: FastifyRequest) => ({
+      header: req.headers.host,
+      host: req.host,
+      hostname: req.hostname,
+      checked: req.pathgate?.headers.host,
+    });
+    const declare = (...paths: PathSpec[]) => ({
+      config: { pathgate: { mode: 'read' as const, paths } },
+    });
+    app.get('/host', declare({ headers: 'host' }), answer);
+    app.get('/both', declare({ headers: 'host' }, { headers: 'x-forwarded-host' }), answer);
+    const port = await listen(app);
+    const headers = { host: 'files.example', 'x-forwarded-host': 'other.example' };
+    expect((await request(port, { path: '/host', headers })).json).toEqual({
+      header: 'files.example',
+      host: 'other.example',
+      hostname: 'other.example',
+      checked: `${root}/files.example`,
+    });
+    const forged = { ...headers, 'x-forwarded-host': '..' };
+    expect((await request(port, { path: '/host', headers: forged })).status).toBe(200);
+    expect((await request(port, { path: '/both', headers: forged })).status).toBe(403);
   });
 });
