@@ -82,7 +82,7 @@ describe('README, the options table', () => {
 });
 
 describe('README, "onDeny and report-only"', () => {
-  it('lines 275-276: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
+  it('lines 283-284: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
     const lines: Record<string, unknown>[] = [];
     const stream = { write: (line: string) => lines.push(JSON.parse(line)) };
     const app = newApp({ logger: { level: 'info', stream } });
