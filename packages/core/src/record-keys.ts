@@ -18,8 +18,9 @@ const written = ({ source, selector }: ValueSpec): string =>
  * A source's record in `request.pathgate` is keyed by the selectors' text,
  * so `{ body: 'to.x' }` and `{ body: ['to', 'x'] }` share the key `to.x`
  * though they select different values: one path would overwrite the other,
- * and the handler could not tell which value it holds. Such a pair fails
- * the build, naming both specs; specs that select the same value may repeat.
+ * and the handler could not tell which value it holds. So can one selector
+ * joined under two folders (`under`). Such a pair fails the build, naming
+ * both specs; a spec that repeats another exactly may stay.
  */
 export function checkRecordKeys(specs: readonly CompiledSpec[], fail: SpecError): void {
   const firstByLabel = new Map<string, { index: number; spec: ValueSpec }>();
@@ -30,10 +31,14 @@ export function checkRecordKeys(specs: readonly CompiledSpec[], fail: SpecError)
       firstByLabel.set(spec.label, { index, spec });
       return;
     }
-    if (sameSteps(first.spec.selector.steps, spec.selector.steps)) return;
+    const sameValue = sameSteps(first.spec.selector.steps, spec.selector.steps);
+    if (sameValue && first.spec.under === spec.under) return;
     const key = `${spec.source}[${JSON.stringify(spec.selector.label)}]`;
+    const differ = sameValue
+      ? 'join the same value under different folders'
+      : 'select different values';
     fail(
-      `paths[${first.index}] (${written(first.spec)}) and paths[${index}] (${written(spec)}) select different values but share the key ${key} in request.pathgate`,
+      `paths[${first.index}] (${written(first.spec)}) and paths[${index}] (${written(spec)}) ${differ} but share the key ${key} in request.pathgate`,
     );
   });
 }

@@ -259,6 +259,16 @@ describe('compileRouteGuard: two specs of one source that share a record key', (
     );
   });
 
+  it('one selector joined under two folders records two paths under one key: an error too', () => {
+    const paths = [
+      { body: 'name', under: 'uploads' },
+      { body: 'name', under: 'docs' },
+    ];
+    expect(buildError({ mode: 'write', paths })).toBe(
+      'pathgate: route POST /move: paths[0] (body "name") and paths[1] (body "name") join the same value under different folders but share the key body["name"] in request.pathgate',
+    );
+  });
+
   it('specs that select the same value, or keys of different sources, build and record', () => {
     const guard = guardOf({
       mode: 'read',
