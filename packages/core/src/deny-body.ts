@@ -24,6 +24,9 @@ export function denyBody(denial: PathDenial): DenyBody {
   };
 }
 
+/** The fulfilment callback given to a returned thenable: its value is never a body. */
+const ignore = (): void => {};
+
 /**
  * Calls an `onDeny` hook and answers the 403 body it chose: the object it
  * returned, or undefined for the default body. A promise is no body: an
@@ -46,7 +49,9 @@ export function hookBody(
       JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would
       return returned;
     }
-    (then as PromiseLike<unknown>['then']).call(returned, undefined, onFailed);
+    // Both callbacks: Fastify's reply (`return reply.header(…)`) is a thenable
+    // whose then() calls the first unchecked, a throw once the reply is sent.
+    (then as PromiseLike<unknown>['then']).call(returned, ignore, onFailed);
   } catch (error) {
     onFailed(error);
   }

@@ -31,6 +31,21 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     await new Promise((resolve) => setImmediate(resolve));
   });
 
+  it("a thenable that calls then()'s first callback unchecked (Fastify's reply) is no body, and no error", async () => {
+    // biome-ignore lint/suspicious/noThenProperty: the case under test
+    const reply = { then: (fulfilled: () => void) => setImmediate(() => fulfilled()) };
+    const errors: unknown[] = [];
+    const onError = (error: unknown) => errors.push(error);
+    process.on('uncaughtException', onError);
+    try {
+      expect(hookBody(() => reply, never)).toBeUndefined();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(errors).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onError);
+    }
+  });
+
   it('a throw goes to onFailed, as does a throwing then getter: the default body', () => {
     const seen: unknown[] = [];
     const error = new Error('sink down');

@@ -176,6 +176,39 @@ describe('onDeny', () => {
     });
   });
 
+  it('returning the reply (`reply.header(…)` in an arrow function): no body, no crash, no error', async () => {
+    // Fastify's reply is a thenable whose then() calls its first callback unchecked.
+    const crashes: unknown[] = [];
+    const onCrash = (error: unknown) => crashes.push(error);
+    process.on('uncaughtException', onCrash);
+    try {
+      const s = await serve({
+        onDeny: (denial, _req, reply) => reply.header('x-pathgate', denial.reason),
+      });
+      const res = await request(s.port, { path: '/files/..%2Fx' });
+      expect(res).toMatchObject({ status: 403, json: denied('params.*', 'path-not-in-allowlist') });
+      expect(res.headers['x-pathgate']).toBe('path-not-in-allowlist');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(crashes).toEqual([]);
+      expect(s.lines.filter((l) => l.level >= 50)).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onCrash);
+    }
+  });
+
+  it('one that answers itself (`return reply.code(451).send(…)`): its answer alone, no handler', async () => {
+    const s = await serve({ onDeny: (_denial, _req, reply) => reply.code(451).send({ mine: 1 }) });
+    const answers = [
+      await request(s.port, { path: '/files/..%2Fx' }),
+      await postJson(s.port, '/move', { to: 'public/x' }),
+      await postMultipart(s.port, '/up/..%2F..', [{ disposition: 'name="a"', data: 'x' }]),
+    ];
+    expect(answers.map((res) => [res.status, res.json])).toEqual(Array(3).fill([451, { mine: 1 }]));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(s.lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect(s.logged()).toHaveLength(3);
+  });
+
   it('returning nothing keeps the default body', async () => {
     let count = 0;
     const s = await serve({
