@@ -3,7 +3,7 @@ import type { PathSpec } from '@pathgate/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathgateOptions } from '../src/index.js';
-import { listen, newApp, request, sandbox } from './helpers.js';
+import { listen, newApp, postJson, request, sandbox } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // named by the README line.
@@ -30,7 +30,7 @@ async function withPlugin(): Promise<FastifyInstance> {
 }
 
 describe('README, "Options" and "Per-route declaration"', () => {
-  it('lines 86-88, 149-155: the messages it quotes are the ones thrown, whole', async () => {
+  it('lines 94-96, 157-163: the messages it quotes are the ones thrown, whole', async () => {
     const badRule = newApp().register(pathgate, { fs: ['./public/**', 'wr:x'] } as PathgateOptions);
     const app = await withPlugin();
     const quoted = [
@@ -58,8 +58,28 @@ describe('README, "Options" and "Per-route declaration"', () => {
   });
 });
 
+describe('README, "Example"', () => {
+  it('lines 61-65: a list in the body gives a list of paths, and String() of it is a path no one checked', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: ['rw:./uploads/*.txt'] });
+    app.post(
+      '/move',
+      { config: { pathgate: { mode: 'write', paths: [{ body: 'to' }] } } },
+      async (req) => req.pathgate?.body,
+    );
+    const port = await listen(app);
+    const listed = await postJson(port, '/move', { to: ['uploads/a.txt', 'uploads/b.txt'] });
+    const joined = `${root}/uploads/a.txt,${root}/uploads/b.txt`;
+    expect(listed.json).toEqual({ to: [`${root}/uploads/a.txt`, `${root}/uploads/b.txt`] });
+    expect(String((listed.json as { to: string[] }).to)).toBe(joined);
+    expect(README).toContain('`String(to)` would join them into one path');
+    expect((await postJson(port, '/move', { to: joined })).status).toBe(403);
+  });
+});
+
 describe('README, the options table', () => {
-  it('line 101: with reportOnly, onDeny is still called and its return value is ignored', async () => {
+  it('line 109: with reportOnly, onDeny is still called and its return value is ignored', async () => {
     const app = newApp();
     const seen: string[] = [];
     await app.register(pathgate, {
@@ -82,7 +102,7 @@ describe('README, the options table', () => {
 });
 
 describe('README, "onDeny and report-only"', () => {
-  it('lines 283-284: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
+  it('lines 294-295: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
     const lines: Record<string, unknown>[] = [];
     const stream = { write: (line: string) => lines.push(JSON.parse(line)) };
     const app = newApp({ logger: { level: 'info', stream } });
