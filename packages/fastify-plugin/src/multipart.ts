@@ -70,15 +70,16 @@ function refuseCut(part: Part): void {
 /**
  * Per request, on routes with body specs and no file spec: an own-property
  * wrapper of multipart's `parts()`, which `attachFieldsToBody` reads
- * through, refusing a cut field (`refuseCut`). Files are not these routes'
- * business, so the other methods stay as they are.
+ * through, refusing a cut field (`refuseCut`) and giving a malformed body a
+ * 400 (`clientErrors`). Files are not these routes' business, so the other
+ * methods stay as they are.
  */
 export function guardFields(request: FastifyRequest): void {
   const methods = request as unknown as MultipartMethods;
   const { parts } = methods;
   if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
   methods.parts = async function* pathgateFieldParts(options) {
-    for await (const part of parts.call(request, options)) {
+    for await (const part of clientErrors(parts.call(request, options))) {
       if (part.type === 'field') refuseCut(part);
       yield part;
     }

@@ -3,12 +3,15 @@ import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
 import {
+  BOUNDARY,
   denied,
   filesIn,
   listen,
+  multipartBody,
   newApp,
   postMultipart,
   type RawPart,
+  request,
   sandbox,
 } from './helpers.js';
 
@@ -64,6 +67,26 @@ describe('attachFieldsToBody: body specs read the fields', () => {
     expect(bad.json).toEqual(denied(label, 'path-not-in-allowlist'));
     expect(s.calls()).toBe(1);
   });
+
+  it.each([['/parts/move'], ['/kv/move']])(
+    '%s: a malformed body (no boundary, cut, no final boundary) is a 400, not a 500',
+    async (url) => {
+      const s = await serve();
+      const whole = multipartBody([field('to', 'uploads/a.txt')]);
+      const withBoundary = `multipart/form-data; boundary=${BOUNDARY}`;
+      const bodies: [string, Buffer][] = [
+        ['multipart/form-data', whole],
+        [withBoundary, whole.subarray(0, whole.length - 30)],
+        [withBoundary, whole.subarray(0, whole.length - 8)],
+      ];
+      for (const [type, body] of bodies) {
+        const headers = { 'content-type': type, 'content-length': body.length };
+        const res = await request(s.port, { method: 'POST', path: url, headers, body });
+        expect(res.status).toBe(400);
+      }
+      expect(s.calls()).toBe(0);
+    },
+  );
 });
 
 describe('streaming: a body spec on a route with a file spec', () => {
