@@ -139,6 +139,35 @@ describe('report-only', () => {
     ]);
   });
 
+  it('an onDeny that returns the reply, once per denied element: the reply is not awaited each time', async () => {
+    // Awaiting it adds end-of-stream listeners to the response, as many as the client sends elements.
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const app = newApp();
+      await app.register(pathgate, {
+        root: sandbox(),
+        fs: ['./public/**'],
+        reportOnly: true,
+        onDeny: (denial, _req, reply) => reply.header('x-would-deny', denial.reason),
+      });
+      const read = { mode: 'read', paths: [{ query: 'p' }] } as const;
+      app.get('/q', { config: { pathgate: read } }, async () => 'ran');
+      const many = Array.from({ length: 30 }, (_, i) => `p=../x${i}`).join('&');
+      const res = await request(await listen(app), { path: `/q?${many}` });
+      expect([res.status, res.text, res.headers['x-would-deny']]).toEqual([
+        200,
+        'ran',
+        'path-not-in-allowlist',
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(warnings.map((w) => w.name)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('an allowed request logs nothing', async () => {
     const s = await serve();
     const res = await request(s.port, { path: '/files/public/a' });
