@@ -36,14 +36,20 @@ const ignore = (): void => {};
  * So does a body JSON cannot write (a cycle, a BigInt, a throwing
  * `toJSON`): the adapters serialize it after this, where the error would be
  * a 500, or Fastify's error body with its message, instead of the 403.
+ * `response`, the adapter's reply object, is never a body when returned:
+ * Fastify's reply is a thenable (awaiting it at each deny would pile
+ * listeners on the response), Express's `res` a cycle JSON cannot write.
  */
 export function hookBody(
   call: () => unknown,
   onFailed: (error: unknown) => void,
+  response?: object,
 ): object | undefined {
   try {
     const returned = call();
-    if (typeof returned !== 'object' || returned === null) return undefined;
+    // A chained `reply.header(…)` / `res.set(…)` returns the response: no body.
+    if (typeof returned !== 'object' || returned === null || returned === response)
+      return undefined;
     const { then } = returned as { then?: unknown };
     if (typeof then !== 'function') {
       JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would

@@ -46,6 +46,31 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     }
   });
 
+  it("the adapter's response object, returned, is no body: neither awaited nor serialized", () => {
+    let thenCalls = 0;
+    const failed: unknown[] = [];
+    // biome-ignore lint/suspicious/noThenProperty: a thenable reply, as Fastify's is
+    const reply = { then: () => thenCalls++, self: {} as object };
+    reply.self = reply; // a cycle too, as Express's res holds
+    expect(
+      hookBody(
+        () => reply,
+        (e) => failed.push(e),
+        reply,
+      ),
+    ).toBeUndefined();
+    expect({ thenCalls, failed }).toEqual({ thenCalls: 0, failed: [] });
+    // Another object of the same shape is still judged as a body would be.
+    expect(
+      hookBody(
+        () => ({ ...reply }),
+        (e) => failed.push(e),
+        reply,
+      ),
+    ).toBeUndefined();
+    expect(thenCalls).toBe(1);
+  });
+
   it('a throw goes to onFailed, as does a throwing then getter: the default body', () => {
     const seen: unknown[] = [];
     const error = new Error('sink down');

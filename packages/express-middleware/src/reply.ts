@@ -61,7 +61,7 @@ export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
     const { reportOnly, onDeny } = settings;
     if (!reportOnly) closeIfBodyPending(req, res, settings);
-    const shaped = hookBody(() => onDeny?.(denial, req, res), logFailed(settings, req));
+    const shaped = hookBody(() => onDeny?.(denial, req, res), logFailed(settings, req), res);
     if (reportOnly) {
       logReportOnly(settings, denial, req);
       return !res.headersSent;

@@ -221,6 +221,16 @@ describe('onDeny', () => {
     expect(calls()).toBe(0);
   });
 
+  it('an onDeny that returns the response (res.set(…) chained) sets its header: no body, nothing logged as failed', async () => {
+    const { app, logs } = buildApp({
+      onDeny: (denial, _req, res) => res.set('x-denied', denial.reason),
+    });
+    const res = await supertest(app).get('/q?path=../x').expect(403);
+    expect(res.headers['x-denied']).toBe('path-not-in-allowlist');
+    expect(res.body).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }));
+    expect(logs).toEqual([]);
+  });
+
   it('report-only: a throwing onDeny is logged, and the request still goes on', async () => {
     const { app, logs, calls } = buildApp({
       reportOnly: true,

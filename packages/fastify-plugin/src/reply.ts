@@ -34,15 +34,6 @@ function closeIfBodyPending(
 }
 
 /**
- * What `onDeny` returned, unless it is the reply (`(d, req, reply) =>
- * reply.header(…)`): a thenable, which `hookBody` would await, adding
- * listeners to the response at each of a report-only request's denies.
- */
-function ownBody(returned: unknown, reply: FastifyReply): unknown {
-  return returned === reply ? undefined : returned;
-}
-
-/**
  * What every deny does before its 403: the host's `onDeny`, the log line and
  * the connection. Returns the body to send, or undefined in report-only
  * mode, where the request goes on.
@@ -54,8 +45,9 @@ export function refuse(
   settings: PathgateSettings,
 ): object | undefined {
   const shaped = hookBody(
-    () => ownBody(settings.onDeny?.(denial, request, reply), reply),
+    () => settings.onDeny?.(denial, request, reply),
     (error) => request.log.error({ err: error }, 'pathgate: onDeny failed'),
+    reply,
   );
   if (settings.reportOnly) {
     request.log.warn(logFields(request, denial), 'pathgate: would deny (report-only)');
