@@ -6,11 +6,11 @@ import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from '../src/linger.js';
 // adapter READMEs) that no other test pins, one `it` each, named by the line.
 
 describe('README, "For adapter authors"', () => {
-  it('lines 530-531: lingerClose defaults to DEFAULT_LINGER_MS (2000) and DEFAULT_LINGER_BYTES (64 MiB)', () => {
+  it('lines 534-535: lingerClose defaults to DEFAULT_LINGER_MS (2000) and DEFAULT_LINGER_BYTES (64 MiB)', () => {
     expect([DEFAULT_LINGER_MS, DEFAULT_LINGER_BYTES]).toEqual([2000, 64 * 1024 * 1024]);
   });
 
-  it('line 436: readAdapterOptions fills the defaults the options tables list', () => {
+  it('line 440: readAdapterOptions fills the defaults the options tables list', () => {
     const { settings } = readAdapterOptions({ fs: [] }, []);
     expect(settings).toEqual({
       policy: expect.objectContaining({ root: '/', rules: [], dot: false }),
