@@ -267,9 +267,10 @@ export class RouteGuard {
 
   /**
    * One selected value, or each element of a selected array: the canonical
-   * path(s), or the first deny. With `denials` (report-only), an array's
-   * every element is checked and each deny added there, so a list reports
-   * all it would deny.
+   * path(s), or the first deny. With `denials` (report-only), that deny is
+   * added there too. A list stops at its first deny in both modes: it is
+   * left out whole, and reporting each element would let a client make one
+   * request write as many log lines as its body holds elements.
    */
   private checkSelected(
     spec: CompiledSpec,
@@ -278,18 +279,15 @@ export class RouteGuard {
   ): string | string[] | Denied {
     if (!Array.isArray(value)) return this.allowedPath(spec, value);
     const paths: string[] = [];
-    let first: Denied | undefined;
     for (const item of selectedValues(value)) {
       const path = this.allowedPath(spec, item);
-      if (typeof path === 'string') {
-        paths.push(path);
-        continue;
+      if (typeof path !== 'string') {
+        denials?.push(path.denial);
+        return path;
       }
-      if (denials === undefined) return path;
-      first ??= path;
-      denials.push(path.denial);
+      paths.push(path);
     }
-    return first ?? paths;
+    return paths;
   }
 
   /** One value: an empty string is missing, `under` joins, the policy decides. */

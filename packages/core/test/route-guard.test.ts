@@ -798,15 +798,14 @@ describe('checkRequest: with a denials list (report-only), no deny stops the che
     expect(info.headers).toEqual({ 'x-path': `${ROOT}/reports/q4.csv` });
   });
 
-  it('each denied element of a list is listed, in order; the list is left out whole', () => {
+  it("a list's first denied element is listed, once however many follow; the list is left out whole", () => {
     const info = guard.newInfo();
     const denials: PathDenial[] = [];
-    const list = ['../a', 'uploads/ok', 'docs/read-only', 'uploads/\u0000'];
+    // A client controls the list's length: one entry per spec bounds the report.
+    const list = ['uploads/ok', 'docs/read-only', ...Array(1000).fill('../a'), 'uploads/\u0000'];
     guard.checkRequest({ ...values, query: { list } }, info, undefined, denials);
     expect(denials.filter((d) => d.label === 'query.list').map((d) => d.reason)).toEqual([
-      'path-not-in-allowlist',
       'mode-not-permitted',
-      'nul-byte',
     ]);
     expect(info.query).toEqual({});
   });

@@ -90,19 +90,18 @@ describe('reportOnly: true', () => {
     ]);
   });
 
-  it('each denied element of a list is logged, in order; the list is not recorded', async () => {
+  it("a list's first denied element is logged, once however many follow; the list is not recorded", async () => {
     const seen: string[] = [];
     const { app, logs } = buildApp({ reportOnly: true, onDeny: (d) => void seen.push(d.label) });
+    const many = Array(500).fill('path=secret/y').join('&');
     const res = await supertest(app)
-      .get('/q?path=secret/x&path=docs/a&path=docs/%00&path=secret/y&other=docs/b')
+      .get(`/q?path=docs/a&path=secret/x&path=docs/%00&${many}&other=docs/b`)
       .expect(200);
     expect(res.body.pathgate.query).toEqual({ other: `${ROOT}/docs/b` });
     expect(logs.map((e) => [e.reason, e.path])).toEqual([
       ['path-not-in-allowlist', `${ROOT}/secret/x`],
-      ['nul-byte', undefined],
-      ['path-not-in-allowlist', `${ROOT}/secret/y`],
     ]);
-    expect(seen).toEqual(['query.path', 'query.path', 'query.path']);
+    expect(seen).toEqual(['query.path']);
   });
 
   it('onDeny is called, its return value ignored', async () => {

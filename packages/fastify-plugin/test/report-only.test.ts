@@ -190,18 +190,16 @@ describe('report-only', () => {
     expect(s.denials).toHaveLength(3);
   });
 
-  it('each denied element of a list is reported, in order; the list is not handed out', async () => {
+  it("a list's first denied element is reported, once however many follow; the list is not handed out", async () => {
     const s = await serve();
-    const from = ['secret/x', 'uploads/a.png', 'public/b.png', 'secret/y'];
+    const from = ['uploads/a.png', 'public/b.png', ...Array(1000).fill('secret/y')];
     const res = await postJson(s.port, '/move', { from, to: 'uploads/c.png' });
     expect(res.json).toMatchObject({ body: { to: `${s.root}/uploads/c.png` } });
     expect(res.json).not.toHaveProperty('body.from');
     expect(s.reports().map((l) => [l.pathgate?.reason, l.pathgate?.path])).toEqual([
-      ['path-not-in-allowlist', `${s.root}/secret/x`],
       ['mode-not-permitted', `${s.root}/public/b.png`],
-      ['path-not-in-allowlist', `${s.root}/secret/y`],
     ]);
-    expect(s.denials.map((d) => d.label)).toEqual(['body.from', 'body.from', 'body.from']);
+    expect(s.denials.map((d) => d.label)).toEqual(['body.from']);
   });
 
   it('a missing value is reported as missing-path', async () => {
