@@ -339,7 +339,7 @@ export class RouteGuard {
         : this.checkSelected(spec, value, denials);
       if (typeof checked !== 'string' && !Array.isArray(checked)) {
         if (denials === undefined) return checked;
-        // A list's denies were added element by element.
+        // A list's deny was added by checkSelected.
         if (!Array.isArray(value)) denials.push(checked.denial);
         continue;
       }
