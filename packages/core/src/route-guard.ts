@@ -267,24 +267,17 @@ export class RouteGuard {
 
   /**
    * One selected value, or each element of a selected array: the canonical
-   * path(s), or the first deny. With `denials` (report-only), that deny is
-   * added there too. A list stops at its first deny in both modes: it is
-   * left out whole, and reporting each element would let a client make one
-   * request write as many log lines as its body holds elements.
+   * path(s), or the first deny. A list stops at its first deny in report-only
+   * mode too: it is left out whole, and reporting each element would let a
+   * client make one request write as many log lines as its body holds
+   * elements.
    */
-  private checkSelected(
-    spec: CompiledSpec,
-    value: unknown,
-    denials?: PathDenial[],
-  ): string | string[] | Denied {
+  private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | Denied {
     if (!Array.isArray(value)) return this.allowedPath(spec, value);
     const paths: string[] = [];
     for (const item of selectedValues(value)) {
       const path = this.allowedPath(spec, item);
-      if (typeof path !== 'string') {
-        denials?.push(path.denial);
-        return path;
-      }
+      if (typeof path !== 'string') return path;
       paths.push(path);
     }
     return paths;
@@ -334,13 +327,10 @@ export class RouteGuard {
         denials.push(missing.denial);
         continue;
       }
-      const checked = text
-        ? this.allowedPath(spec, value)
-        : this.checkSelected(spec, value, denials);
+      const checked = text ? this.allowedPath(spec, value) : this.checkSelected(spec, value);
       if (typeof checked !== 'string' && !Array.isArray(checked)) {
         if (denials === undefined) return checked;
-        // A list's deny was added by checkSelected.
-        if (!Array.isArray(value)) denials.push(checked.denial);
+        denials.push(checked.denial);
         continue;
       }
       // Read-only to the handler; the guard fills it.
