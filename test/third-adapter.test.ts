@@ -220,6 +220,17 @@ describe('the node:http guard', () => {
     ]);
   });
 
+  it('report-only: a file spec is reported once, by its first denied part', async () => {
+    const port = await start({ reportOnly: true });
+    logged.length = 0;
+    const parts = Array.from({ length: 50 }, (_, i) => `name="avatar"; filename="../${i}.js"`);
+    const got = await request(port, upload(...(parts as [string, ...string[]])));
+    expect(got.status).toBe(200);
+    expect(logged).toEqual([
+      { msg: 'pathgate: would deny', reason: 'path-not-in-allowlist', label: 'file avatar' },
+    ]);
+  });
+
   it('refuses bad options and a route without its param at build time', async () => {
     expect(() => nodeGate({ policy, lingerMS: 5 } as unknown as NodeGateOptions, [])).toThrow(
       /^pathgate: /,

@@ -194,13 +194,15 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
     }
     const fields: Record<string, string> = {};
     const received: Received = [];
+    const reported = new Set<string>(); // report-only: a file spec once, by its first denied part
     parser.on('field', (name, value) => setOwn(fields, name, value));
     parser.on('file', (field, stream, { filename }) => {
       stream.resume(); // nothing is stored: a real adapter writes to the checked path
       const result = x.route.guard.checkFile(field, filename);
       if (!result.ok && x.denials) {
-        x.denials.push(result.denial); // let through unchecked: reported once, not missing too
-        received.push({ field });
+        if (!reported.has(result.denial.label)) x.denials.push(result.denial);
+        reported.add(result.denial.label);
+        received.push({ field }); // let through unchecked: reported, not missing too
       } else if (!result.ok) {
         x.req.unpipe(parser);
         if (!x.res.headersSent) deny(x, result.denial);

@@ -114,6 +114,8 @@ export class Upload {
   readonly accepted: CheckedFile[] = [];
   /** The fields of parts let through unchecked (report-only). */
   private readonly unchecked: { field: string }[] = [];
+  /** Report-only: the labels of the file specs each gate already reported in this request. */
+  private readonly reported = new Map<RouteState | undefined, Set<string>>();
   /** A file part's deny, waiting for multer's abort to remove what it stored. */
   private pending: (() => void) | undefined;
 
@@ -160,7 +162,7 @@ export class Upload {
       } else {
         wouldDeny = result.denial;
         // Logged now; stop only if the app's onDeny answered the request itself.
-        if (!this.refuse(wouldDeny, route)) return { kind: 'unchecked', denial: wouldDeny };
+        if (!this.report(wouldDeny, route)) return { kind: 'unchecked', denial: wouldDeny };
       }
     }
     if (enforced) return { kind: 'allow', file: enforced };
@@ -180,7 +182,7 @@ export class Upload {
     if (reported) return { kind: 'allow', file: reported };
     if (letGo) return SKIP;
     // No gate declares the field: reported as the last one would have refused it.
-    this.refuse(UNEXPECTED_FILE, this.parts.routes.at(-1));
+    this.report(UNEXPECTED_FILE, this.parts.routes.at(-1));
     return { kind: 'unchecked', denial: UNEXPECTED_FILE };
   }
 
@@ -190,6 +192,19 @@ export class Upload {
     const goesOn = this.deny(denial, route);
     if (!goesOn) this.settled = true;
     return goesOn;
+  }
+
+  /**
+   * A report-only deny of a file part: each gate reports a file spec once,
+   * by its first denied part, as a list by its first denied element (the
+   * client picks how many parts follow). Returns `true` when the request goes on.
+   */
+  private report(denial: PathDenial, route: RouteState | undefined): boolean {
+    let labels = this.reported.get(route);
+    if (labels === undefined) this.reported.set(route, (labels = new Set()));
+    if (labels.has(denial.label)) return !this.settled;
+    labels.add(denial.label);
+    return this.refuse(denial, route);
   }
 
   private deny(denial: PathDenial, route: RouteState | undefined): boolean {
@@ -206,7 +221,7 @@ export class Upload {
     if (decision.kind === 'deny' && !this.settled) {
       const enforced = !(decision.route ?? this.parts.settings).reportOnly;
       if (enforced) return this.denyOnceRemoved(decision.denial, decision.route);
-      if (this.refuse(decision.denial, decision.route)) return undefined;
+      if (this.report(decision.denial, decision.route)) return undefined;
     }
     const stops = decision.kind === 'deny' || (decision.kind === 'unchecked' && this.settled);
     return stops ? new PathgateDeniedError(decision.denial) : undefined;

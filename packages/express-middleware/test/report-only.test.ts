@@ -317,4 +317,41 @@ describe('reportOnly with multer', () => {
       },
     );
   });
+
+  it('a file spec is reported once, by its first denied part, however many follow; each part still arrives', async () => {
+    const seen: PathDenial[] = [];
+    const logs: PathgateLogEntry[] = [];
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({
+          root,
+          fs: ['rw:uploads/*.png'],
+          reportOnly: true,
+          log: (entry) => logs.push(entry),
+          onDeny: (denial) => {
+            seen.push(denial);
+          },
+        });
+        app.post(
+          '/up',
+          gate.write({ file: 'a', under: 'uploads' }),
+          gate.multer().array('a'),
+          (req, res) => {
+            const files = req.files as Express.Multer.File[];
+            res.json(files.map((f) => f.pathgatePath ?? null));
+          },
+        );
+      },
+      async (port, root) => {
+        const denied = Array.from({ length: 300 }, (_, i) => filePart('a', `virus-${i}.exe`));
+        const parts = [...denied, filePart('a', 'ok.png'), filePart('a', 'x.gif')];
+        const res = await upload(port, '/up', parts);
+        expect(res.status).toBe(200);
+        const unchecked = denied.map(() => null);
+        expect(res.json).toEqual([...unchecked, `${root}/uploads/ok.png`, null]);
+        expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
+        expect(logs.map((l) => l.label)).toEqual(['file a']);
+      },
+    );
+  });
 });

@@ -132,6 +132,8 @@ function forgetPart(part: Part): void {
 class PartChecks {
   /** The fields of parts let through unchecked (report-only): they arrived, so are not missing. */
   private readonly unchecked: { field: string }[] = [];
+  /** Report-only: the labels of the file specs already reported in this request. */
+  private readonly reported = new Set<string>();
 
   constructor(
     private readonly request: FastifyRequest,
@@ -170,7 +172,7 @@ class PartChecks {
       this.state.info.files.push(result.file);
       return true;
     }
-    this.deny(result.denial, part);
+    if (!this.reportedBefore(result.denial)) this.deny(result.denial, part);
     // Report-only: the part goes on, without a pathgatePath.
     this.unchecked.push({ field: part.fieldname });
     return true;
@@ -195,6 +197,18 @@ class PartChecks {
     if (this.settings.reportOnly || files.every((f) => typeof f.pathgatePath === 'string')) return;
     await removeSpooled(this.request);
     this.deny(UNEXPECTED_FILE);
+  }
+
+  /**
+   * Report-only: a file spec is reported once, by its first denied part, as
+   * a list is by its first denied element: the client picks how many parts
+   * follow. (Enforced, the first deny ends the request.)
+   */
+  private reportedBefore(denial: PathDenial): boolean {
+    if (!this.settings.reportOnly) return false;
+    const seen = this.reported.has(denial.label);
+    this.reported.add(denial.label);
+    return seen;
   }
 
   private deny(denial: PathDenial, part?: Part): void {

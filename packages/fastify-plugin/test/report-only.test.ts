@@ -229,6 +229,23 @@ describe('report-only', () => {
     expect(s.denials.map((d) => d.reason)).toEqual(['path-not-in-allowlist']);
   });
 
+  it('multipart: a file spec is reported once, by its first denied part, however many follow; each part still reaches the handler', async () => {
+    const s = await serve();
+    const denied = Array.from({ length: 300 }, (_, i) => file(`virus-${i}.exe`));
+    const res = await postMultipart(s.port, '/files', [...denied, file('ok.png'), file('x.gif')]);
+    expect(res.status).toBe(200);
+    const unchecked = denied.map((_, i) => ({ filename: `virus-${i}.exe`, path: null }));
+    expect(res.json).toEqual([
+      ...unchecked,
+      { filename: 'ok.png', path: `${s.root}/uploads/ok.png` },
+      { filename: 'x.gif', path: null },
+    ]);
+    expect(s.reports().map((l) => l.pathgate)).toEqual([
+      expect.objectContaining({ label: 'file *', reason: 'path-not-in-allowlist' }),
+    ]);
+    expect(s.denials).toHaveLength(1);
+  });
+
   it('a body spec that streaming multipart leaves unread is reported, optional or not, beside other denies', async () => {
     const s = await serve();
     const note = { disposition: 'name="note"', data: 'uploads/a.png' };
