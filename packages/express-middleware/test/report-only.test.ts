@@ -286,50 +286,23 @@ describe('log', () => {
 });
 
 describe('reportOnly with multer', () => {
-  it('the only file, would-be denied, is reported once, not as missing too', async () => {
-    const seen: PathDenial[] = [];
-    const logs: PathgateLogEntry[] = [];
-    await onApp(
-      (root, app) => {
-        const gate = pathgate({
-          root,
-          fs: ['rw:uploads/**'],
-          reportOnly: true,
-          log: (entry) => logs.push(entry),
-          onDeny: (denial) => {
-            seen.push(denial);
-          },
-        });
-        app.post(
-          '/up',
-          gate.write({ file: 'a', under: 'uploads' }),
-          gate.multer().single('a'),
-          (req, res) => {
-            res.json({ file: req.file?.originalname, path: req.file?.pathgatePath ?? null });
-          },
-        );
-      },
-      async (port) => {
-        const res = await upload(port, '/up', [filePart('a', '../../evil.js')]);
-        expect(res.json).toEqual({ file: '../../evil.js', path: null });
-        expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
-        expect(logs.map((l) => l.reason)).toEqual(['path-not-in-allowlist']);
-      },
-    );
-  });
+  interface Reports {
+    readonly seen: PathDenial[];
+    readonly logs: PathgateLogEntry[];
+  }
 
-  it('a file spec is reported once, by its first denied part, however many follow; each part still arrives', async () => {
-    const seen: PathDenial[] = [];
-    const logs: PathgateLogEntry[] = [];
-    await onApp(
+  /** `POST /up`: a report-only gate and `gate.multer().array('a')`; the handler answers each file's name and checked path. */
+  function onUploads(run: (port: number, root: string, reports: Reports) => Promise<void>) {
+    const reports: Reports = { seen: [], logs: [] };
+    return onApp(
       (root, app) => {
         const gate = pathgate({
           root,
           fs: ['rw:uploads/*.png'],
           reportOnly: true,
-          log: (entry) => logs.push(entry),
+          log: (entry) => reports.logs.push(entry),
           onDeny: (denial) => {
-            seen.push(denial);
+            reports.seen.push(denial);
           },
         });
         app.post(
@@ -338,20 +311,36 @@ describe('reportOnly with multer', () => {
           gate.multer().array('a'),
           (req, res) => {
             const files = req.files as Express.Multer.File[];
-            res.json(files.map((f) => f.pathgatePath ?? null));
+            res.json(files.map((f) => ({ file: f.originalname, path: f.pathgatePath ?? null })));
           },
         );
       },
-      async (port, root) => {
-        const denied = Array.from({ length: 300 }, (_, i) => filePart('a', `virus-${i}.exe`));
-        const parts = [...denied, filePart('a', 'ok.png'), filePart('a', 'x.gif')];
-        const res = await upload(port, '/up', parts);
-        expect(res.status).toBe(200);
-        const unchecked = denied.map(() => null);
-        expect(res.json).toEqual([...unchecked, `${root}/uploads/ok.png`, null]);
-        expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
-        expect(logs.map((l) => l.label)).toEqual(['file a']);
-      },
+      (port, root) => run(port, root, reports),
     );
+  }
+
+  it('the only file, would-be denied, is reported once, not as missing too', async () => {
+    await onUploads(async (port, _root, { seen, logs }) => {
+      const res = await upload(port, '/up', [filePart('a', '../../evil.js')]);
+      expect(res.json).toEqual([{ file: '../../evil.js', path: null }]);
+      expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
+      expect(logs.map((l) => l.reason)).toEqual(['path-not-in-allowlist']);
+    });
+  });
+
+  it('a file spec is reported once, by its first denied part, however many follow; each part still arrives', async () => {
+    await onUploads(async (port, root, { seen, logs }) => {
+      const names = Array.from({ length: 300 }, (_, i) => `virus-${i}.exe`);
+      const parts = [...names, 'ok.png', 'x.gif'].map((name) => filePart('a', name));
+      const res = await upload(port, '/up', parts);
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual([
+        ...names.map((file) => ({ file, path: null })),
+        { file: 'ok.png', path: `${root}/uploads/ok.png` },
+        { file: 'x.gif', path: null },
+      ]);
+      expect(seen.map((d) => [d.label, d.reason])).toEqual([['file a', 'path-not-in-allowlist']]);
+      expect(logs.map((l) => l.label)).toEqual(['file a']);
+    });
   });
 });
