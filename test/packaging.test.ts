@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -184,5 +185,37 @@ describe('@pathgate/core as a built package', () => {
       codes: { DENIED: 'PATHGATE_DENIED' },
       frozen: true,
     });
+  });
+
+  it('a policy built by the other module build is refused with a message that says so', () => {
+    // The ES module and CommonJS builds are two copies: each knows only its own policies.
+    const script = join(installed.tmp, 'mixed.mjs');
+    writeFileSync(
+      script,
+      `import { createRequire } from 'node:module';
+import * as esm from '@pathgate/core';
+const cjs = createRequire(import.meta.url)('@pathgate/core');
+const fails = (check) => { try { check(); return null; } catch (e) { return [e.constructor.name, e.message]; } };
+const options = { root: '/srv', permissions: { fs: ['docs/**'] } };
+console.log(JSON.stringify([
+  fails(() => cjs.checkFs(new esm.PermissionPolicy(options), 'docs/a', 'read')),
+  fails(() => esm.checkFs(new cjs.PermissionPolicy(options), 'docs/a', 'read')),
+  fails(() => esm.checkFs({ root: '/srv' }, 'docs/a', 'read')),
+  fails(() => cjs.readAdapterOptions({ policy: new esm.PermissionPolicy(options) }, [])),
+  esm.checkFs(new esm.PermissionPolicy(options), 'docs/a', 'read').outcome,
+]));
+`,
+    );
+    const out = execFileSync(process.execPath, [script], { cwd: installed.tmp, encoding: 'utf8' });
+    const otherCopy =
+      'policy was built by another copy of @pathgate/core (its ES module and CommonJS builds are two copies): load @pathgate/core and the pathgate adapters the same way, all by import or all by require';
+    const other = ['TypeError', `checkFs: ${otherCopy}`];
+    expect(JSON.parse(out)).toEqual([
+      other,
+      other,
+      ['TypeError', 'checkFs: policy must be a PermissionPolicy'],
+      ['TypeError', `pathgate: option ${otherCopy}`],
+      'allow',
+    ]);
   });
 });

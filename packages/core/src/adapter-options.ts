@@ -1,6 +1,11 @@
 import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
 import { readOwn } from './own-key.js';
-import { PermissionPolicy, type PermissionPolicyOptions, POLICY_ERROR_PREFIX } from './policy.js';
+import {
+  notAPolicy,
+  PermissionPolicy,
+  type PermissionPolicyOptions,
+  POLICY_ERROR_PREFIX,
+} from './policy.js';
 
 /**
  * The options both adapters take besides the policy: deny handling and the
@@ -78,8 +83,7 @@ function readPolicy(read: OptionReader): PermissionPolicy {
   const policy = read('policy');
   const given = POLICY_PARTS.filter((key) => read(key) !== undefined);
   if (policy !== undefined) {
-    if (!(policy instanceof PermissionPolicy))
-      optionError('option policy must be a PermissionPolicy');
+    if (!(policy instanceof PermissionPolicy)) optionError(`option ${notAPolicy(policy)}`);
     if (given.length > 0) optionError(`option ${given[0]} cannot be combined with policy`);
     return policy;
   }

@@ -1,5 +1,5 @@
 import { type CanonicalizeFailure, canonicalizeText, readText } from './canonicalize.js';
-import { type CompiledPolicy, kCompiled, type PermissionPolicy } from './policy.js';
+import { type CompiledPolicy, kCompiled, notAPolicy, type PermissionPolicy } from './policy.js';
 import { verdict } from './verdict.js';
 
 export type FsAccessMode = 'read' | 'write';
@@ -18,7 +18,7 @@ export type CheckResult =
 /** A policy's compiled form; `who` names the caller in the TypeError for anything else. */
 export function compiledOf(policy: PermissionPolicy, who: string): CompiledPolicy {
   const compiled = (policy as { [kCompiled]?: CompiledPolicy } | null)?.[kCompiled];
-  if (!compiled) throw new TypeError(`${who}: policy must be a PermissionPolicy`);
+  if (!compiled) throw new TypeError(`${who}: ${notAPolicy(policy)}`);
   return compiled;
 }
 

@@ -96,6 +96,19 @@ function readOptions(options: unknown): {
  * indexed once, here; bad configuration is a TypeError naming the option or
  * the rule. Immutable: build a new policy to change it.
  */
+/**
+ * Why `value` is not a policy this copy can use. A `PermissionPolicy` of
+ * another copy of this package (the ES module build beside the CommonJS
+ * one, or a second version) holds its compiled rules under that copy's own
+ * key: it is refused, with a message that says how to load one copy.
+ */
+export function notAPolicy(value: unknown): string {
+  const proto = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : null;
+  return proto?.constructor?.name === 'PermissionPolicy'
+    ? 'policy was built by another copy of @pathgate/core (its ES module and CommonJS builds are two copies): load @pathgate/core and the pathgate adapters the same way, all by import or all by require'
+    : 'policy must be a PermissionPolicy';
+}
+
 export class PermissionPolicy {
   /** The canonical (and, with `resolve`, resolved) sandbox root. */
   readonly root: string;
