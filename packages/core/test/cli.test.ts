@@ -42,6 +42,22 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stdout).toContain('deny (path-not-in-allowlist) "../../etc/passwd" -> /etc/passwd');
   });
 
+  it('prints one line per PATH: a canonical path that needs escaping is JSON-quoted', () => {
+    const q = JSON.stringify;
+    // A newline would start a line of its own, forged by whoever chose the path.
+    const forged = 'public/x\nallow                        "y" -> /srv/files/public/y';
+    const escaped = ['public/a\\"b\r', 'public/\u001b[2Kc'];
+    const run = pathgate('check', ...RULES, forged, ...escaped);
+    expect(run.status).toBe(0);
+    expect(run.stdout.split('\n')).toEqual([
+      ...[forged, ...escaped].map(
+        (input) =>
+          `allow                        ${q(input)} -> ${q(`/srv/files/${input}`)}  [rule "./public/**"]`,
+      ),
+      '',
+    ]);
+  });
+
   it('--json prints one document with the contract fields', () => {
     const run = pathgate('check', ...RULES, '--json', 'uploads/a.png', 'public/.env');
     expect(run.status).toBe(1);

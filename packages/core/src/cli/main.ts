@@ -7,9 +7,15 @@ import { buildPolicy } from './policy-file.js';
 /** One path's decision: what was asked, then checkFs's result (`path` is the canonical path). */
 type Decision = { input: string } & CheckResult;
 
+/** The path as is, or JSON-quoted when it holds what JSON escapes: a newline in it would forge a line. */
+function printable(path: string): string {
+  const quoted = JSON.stringify(path);
+  return quoted.slice(1, -1) === path ? path : quoted;
+}
+
 function line({ input, ...result }: Decision): string {
   const verdict = result.outcome === 'allow' ? 'allow' : `deny (${result.reason})`;
-  const canonical = result.path === undefined ? '' : ` -> ${result.path}`;
+  const canonical = result.path === undefined ? '' : ` -> ${printable(result.path)}`;
   const rule = result.rule === undefined ? '' : `  [rule ${JSON.stringify(result.rule)}]`;
   return `${verdict.padEnd(28)} ${JSON.stringify(input)}${canonical}${rule}`;
 }
