@@ -112,6 +112,9 @@ describe('pathgate check (the built bin)', () => {
     [['check', '--mode', 'rw', 'a'], 'pathgate: --mode must be read or write'],
     [['check', '--bogus', 'a'], "pathgate: Unknown option '--bogus'"],
     [['move', 'a'], 'pathgate: unknown command "move"'],
+    [['check', '--root', '/a', '--root', '/b', 'x'], 'pathgate: --root given more than once'],
+    [['check', '--mode', 'read', '--mode=write', 'x'], 'pathgate: --mode given more than once'],
+
     [
       ['check', '--policy', '/nonexistent/p.json', 'a'],
       'pathgate: cannot read --policy /nonexistent/p.json: ENOENT',
@@ -148,6 +151,16 @@ describe('pathgate check (the built bin)', () => {
     const run = pathgate('check', '--policy', file, 'uploads/a');
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(`--policy ${file}: unknown key "${key}"`);
+    expect(run.stdout).toBe('');
+  });
+
+  it("exits 2 on a second --policy, which would leave the first one's rules unread", () => {
+    const [first, second] = [join(dir, 'first.json'), join(dir, 'second.json')];
+    writeFileSync(first, JSON.stringify({ fs: ['./a/*'] }));
+    writeFileSync(second, JSON.stringify({ fs: ['./b/*'] }));
+    const run = pathgate('check', '--policy', first, '--policy', second, 'a/x');
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('pathgate: --policy given more than once');
     expect(run.stdout).toBe('');
   });
 

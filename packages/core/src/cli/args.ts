@@ -57,14 +57,14 @@ export function parseCheckArgs(argv: readonly string[]): CheckCommand {
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
-  const mode = values.mode ?? 'read';
+  const mode = once(values.mode, 'mode') ?? 'read';
   if (mode !== 'read' && mode !== 'write')
     throw new UsageError(`--mode must be read or write, got "${mode}"`);
   if (positionals.length === 0) throw new UsageError('no PATH to check');
   return {
-    root: values.root,
+    root: once(values.root, 'root'),
     rules: values.rule ?? [],
-    policyFile: values.policy,
+    policyFile: once(values.policy, 'policy'),
     paths: positionals,
     mode,
     dot: values.dot ?? false,
@@ -73,16 +73,23 @@ export function parseCheckArgs(argv: readonly string[]): CheckCommand {
   };
 }
 
+// Parsed as lists so that a repeat is seen: the last would override the others unread.
+function once(values: string[] | undefined, flag: string): string | undefined {
+  if (values !== undefined && values.length > 1)
+    throw new UsageError(`--${flag} given more than once`);
+  return values?.[0];
+}
+
 function parse(args: string[]) {
   return parseArgs({
     args,
     allowPositionals: true,
     strict: true,
     options: {
-      root: { type: 'string' },
+      root: { type: 'string', multiple: true },
       rule: { type: 'string', multiple: true },
-      policy: { type: 'string' },
-      mode: { type: 'string' },
+      policy: { type: 'string', multiple: true },
+      mode: { type: 'string', multiple: true },
       dot: { type: 'boolean' },
       'resolve-symlinks': { type: 'boolean' },
       json: { type: 'boolean' },
