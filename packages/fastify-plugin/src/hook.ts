@@ -14,7 +14,7 @@ import type {
   preHandlerHookHandler,
   RouteHandlerMethod,
 } from 'fastify';
-import { PathgateRouteConfigError } from './errors.js';
+import { PathgateDeniedError, PathgateRouteConfigError } from './errors.js';
 import { guardFields, guardMultipart, holdsFileBuffer, holdsUncheckedFile } from './multipart.js';
 import type { PathgateSettings } from './options.js';
 import { createOnSend, sendDenial } from './reply.js';
@@ -205,6 +205,22 @@ function checkedFor(request: FastifyRequest, guard: RouteGuard): boolean {
 }
 
 /**
+ * A deny thrown out of a multipart call after the request was answered (an
+ * `onDeny` that answered it itself): the throw only stopped the handler, and
+ * the deny was logged already. Fastify logs any rejection after `reply.sent`
+ * at `error`, and knows no error that says "answered": the handler's promise
+ * resolves to nothing instead, which Fastify leaves alone once the reply is sent.
+ */
+function settleAnswered(result: unknown, request: FastifyRequest, reply: FastifyReply): unknown {
+  if (!(result instanceof Promise)) return result; // a sync handler, or the reply itself
+  return result.catch((error: unknown) => {
+    const refused = stateOf(request)?.refused !== undefined;
+    if (refused && reply.sent && error instanceof PathgateDeniedError) return undefined;
+    throw error;
+  });
+}
+
+/**
  * The handler of every route the `onRoute` hook guarded. On a route with
  * neither a file spec nor a `preHandler` hook of its own, the check runs
  * here, where the route's first `preHandler` would run (after every app and
@@ -221,7 +237,9 @@ export function guardedHandler(
 ): RouteHandlerMethod {
   return function pathgateHandler(this: FastifyInstance, request, reply) {
     if (!checkedFor(request, guard) && !checkRoute(request, reply, guard, settings)) return;
-    return handler.call(this, request, reply);
+    const result = handler.call(this, request, reply);
+    // Only a route with a file spec has multipart calls that throw a deny.
+    return guard.expectsFiles ? settleAnswered(result, request, reply) : result;
   };
 }
 
