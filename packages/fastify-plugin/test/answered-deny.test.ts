@@ -38,9 +38,12 @@ interface Setup {
   onCaught?: (error: unknown) => never;
   /** The route is declared before pathgate: app-wide hooks guard it. */
   routeFirst?: boolean;
+  /** An allowed file part comes before the denied one. */
+  allowedFirst?: boolean;
 }
 
-async function serve({ reportOnly = false, consume = parts, onCaught, routeFirst }: Setup) {
+async function serve(setup: Setup) {
+  const { reportOnly = false, consume = parts, onCaught, routeFirst, allowedFirst } = setup;
   const root = sandbox();
   const lines: LogLine[] = [];
   const app = newApp({
@@ -69,6 +72,9 @@ async function serve({ reportOnly = false, consume = parts, onCaught, routeFirst
   if (routeFirst) await guard();
   const port = await listen(app);
   const res = await postMultipart(port, '/up', [
+    ...(allowedFirst
+      ? [{ disposition: 'name="b"; filename="ok.bin"', data: 'y'.repeat(1024) }]
+      : []),
     { disposition: 'name="a"; filename="../escape.bin"', data: 'x'.repeat(1024) },
   ]);
   // Fastify logs a handler's rejection once the promise settles, after the answer.
@@ -108,5 +114,13 @@ describe('after an onDeny answered, what is still logged', () => {
     expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
     expect(s.reached).toEqual(['finally']);
     expect(s.errors).toEqual(['Promise errored, but reply.sent = true was set']);
+  });
+
+  it("saveRequestFiles() after it spooled a file: multipart's own, removing the spool twice", async () => {
+    const s = await serve({ consume: (request) => request.saveRequestFiles(), allowedFirst: true });
+    expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
+    expect(s.reached).toEqual(['finally']);
+    // Its onResponse hook removes the spool, and so does its loop's catch.
+    expect(s.errors).toEqual(['save request file', 'Could not delete file']);
   });
 });
