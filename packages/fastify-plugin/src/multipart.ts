@@ -192,10 +192,15 @@ class PartChecks {
     if (!result.ok) this.deny(result.denial);
   }
 
-  /** Fail closed should `saveRequestFiles()` ever stop reading through `parts()`. */
+  /**
+   * After `saveRequestFiles()`: a deny that ended its loop is thrown now. And
+   * fail closed should it ever stop reading through `parts()`.
+   */
   async saved(files: readonly Part[]): Promise<void> {
-    if (this.settings.reportOnly || files.every((f) => typeof f.pathgatePath === 'string')) return;
+    const unchecked = files.some((f) => typeof f.pathgatePath !== 'string');
+    if (this.state.refused === undefined && (this.settings.reportOnly || !unchecked)) return;
     await removeSpooled(this.request);
+    this.sticky();
     this.deny(UNEXPECTED_FILE);
   }
 
@@ -247,14 +252,24 @@ export function guardMultipart(
   const { parts, files, file, saveRequestFiles } = methods;
   if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
   const checks = new PartChecks(request, reply, state, settings);
+  /** `saveRequestFiles()` is reading through `parts()`. */
+  let saving = false;
   methods.parts = async function* pathgateParts(options) {
     checks.sticky();
-    for await (const part of clientErrors(parts.call(request, options))) {
-      if (part.type === 'field') checks.field(part);
-      else if (!checks.file(part)) continue;
-      yield part;
+    try {
+      for await (const part of clientErrors(parts.call(request, options))) {
+        if (part.type === 'field') checks.field(part);
+        else if (!checks.file(part)) continue;
+        yield part;
+      }
+      checks.end();
+    } catch (error) {
+      if (!saving || !(error instanceof PathgateDeniedError)) throw error;
+      // Out of its loop, multipart would log the deny at `error` and remove
+      // the spool (again after its onResponse hook): the loop ends instead,
+      // the spool is taken now, and its wrapper throws the deny.
+      await removeSpooled(request);
     }
-    checks.end();
   };
   if (typeof files === 'function') {
     methods.files = async function* pathgateFiles(options) {
@@ -280,7 +295,11 @@ export function guardMultipart(
   }
   if (typeof saveRequestFiles === 'function') {
     methods.saveRequestFiles = async function pathgateSaveRequestFiles(options) {
-      const result = await saveRequestFiles.call(request, options);
+      checks.sticky();
+      saving = true;
+      const result = await saveRequestFiles.call(request, options).finally(() => {
+        saving = false;
+      });
       await checks.saved(result.files);
       return result;
     };

@@ -2,22 +2,26 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate from '../src/index.js';
-import { listen, newApp, postMultipart, sandbox } from './helpers.js';
+import { denied, filesIn, listen, newApp, postMultipart, sandbox } from './helpers.js';
 
-// An onDeny that answers the request itself, for a deny met while the handler
-// reads the upload: the multipart call throws to stop the handler, and that
-// throw, after the answer went out, must not reach Fastify's log as an error.
+// A deny met while the handler reads the upload: the multipart call throws to
+// stop the handler. Answered by an onDeny that answers the request itself, that
+// throw must not reach Fastify's log as an error; through saveRequestFiles(),
+// nor multipart's (it logs what leaves its loop, and removes the spool twice).
 
 interface LogLine {
   level: number;
   msg: string;
 }
 
-type Consume = (request: FastifyRequest) => Promise<unknown>;
+/** `spool`: where saveRequestFiles() writes. */
+type Consume = (request: FastifyRequest, spool: string) => Promise<unknown>;
 
 const parts: Consume = async (request) => {
   for await (const part of request.parts()) if (part.type === 'file') await part.toBuffer();
 };
+
+const save: Consume = (request, spool) => request.saveRequestFiles({ tmpdir: spool });
 
 const CONSUMERS: [string, Consume][] = [
   ['parts()', parts],
@@ -28,11 +32,13 @@ const CONSUMERS: [string, Consume][] = [
     },
   ],
   ['file()', (request) => request.file()],
-  ['saveRequestFiles()', (request) => request.saveRequestFiles()],
+  ['saveRequestFiles()', save],
 ];
 
 interface Setup {
   reportOnly?: boolean;
+  /** onDeny answers the request itself (451); else it returns nothing, for the 403. */
+  answers?: boolean;
   consume?: Consume;
   /** What the handler does with the deny it caught. */
   onCaught?: (error: unknown) => never;
@@ -43,8 +49,9 @@ interface Setup {
 }
 
 async function serve(setup: Setup) {
-  const { reportOnly = false, consume = parts, onCaught, routeFirst, allowedFirst } = setup;
+  const { reportOnly = false, answers = true, consume = parts, onCaught, routeFirst } = setup;
   const root = sandbox();
+  const spool = sandbox();
   const lines: LogLine[] = [];
   const app = newApp({
     logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
@@ -54,7 +61,9 @@ async function serve(setup: Setup) {
       root,
       fs: ['rw:./uploads/**'],
       reportOnly,
-      onDeny: (_denial, _request, reply) => reply.code(451).send({ answered: true }),
+      onDeny: (_denial, _request, reply) => {
+        if (answers) reply.code(451).send({ answered: true });
+      },
     });
   if (!routeFirst) await guard();
   await app.register(multipart, { preservePath: true });
@@ -62,7 +71,7 @@ async function serve(setup: Setup) {
   const paths = [{ file: true, under: 'uploads' }] as const;
   app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (request) => {
     try {
-      await consume(request).catch(onCaught ?? ((error) => Promise.reject(error)));
+      await consume(request, spool).catch(onCaught ?? ((error) => Promise.reject(error)));
       reached.push('after the upload');
     } finally {
       reached.push('finally');
@@ -71,16 +80,18 @@ async function serve(setup: Setup) {
   });
   if (routeFirst) await guard();
   const port = await listen(app);
+  const allowed = { disposition: 'name="b"; filename="ok.bin"', data: 'y'.repeat(1024) };
   const res = await postMultipart(port, '/up', [
-    ...(allowedFirst
-      ? [{ disposition: 'name="b"; filename="ok.bin"', data: 'y'.repeat(1024) }]
-      : []),
+    ...(setup.allowedFirst ? [allowed] : []),
     { disposition: 'name="a"; filename="../escape.bin"', data: 'x'.repeat(1024) },
   ]);
   // Fastify logs a handler's rejection once the promise settles, after the answer.
   await new Promise((resolve) => setTimeout(resolve, 20));
-  return { res, reached, errors: lines.filter((l) => l.level >= 50).map((l) => l.msg) };
+  const errors = lines.filter((l) => l.level >= 50).map((l) => l.msg);
+  return { res, reached, errors, spooled: filesIn(spool) };
 }
+
+const ANSWER = { status: 451, json: { answered: true } };
 
 describe.each([
   ['report-only', true],
@@ -88,14 +99,38 @@ describe.each([
 ])('%s, an onDeny that answers a deny thrown out of a multipart call', (_mode, reportOnly) => {
   it.each(CONSUMERS)(
     '%s: its answer alone, the handler stops, no error logged',
-    async (name, consume) => {
+    async (_n, consume) => {
       const s = await serve({ reportOnly, consume });
-      expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
+      expect(s.res).toMatchObject(ANSWER);
       expect(s.reached).toEqual(['finally']);
-      // multipart's saveRequestFiles() logs any error out of its loop itself.
-      expect(s.errors).toEqual(name === 'saveRequestFiles()' ? ['save request file'] : []);
+      expect(s.errors).toEqual([]);
     },
   );
+
+  it('saveRequestFiles() after it spooled a file: removed once, no error logged', async () => {
+    const s = await serve({ reportOnly, consume: save, allowedFirst: true });
+    expect(s.res).toMatchObject(ANSWER);
+    expect({ reached: s.reached, errors: s.errors, spooled: s.spooled }).toEqual({
+      reached: ['finally'],
+      errors: [],
+      spooled: [],
+    });
+  });
+});
+
+describe('an enforced deny out of saveRequestFiles(), the default 403', () => {
+  it.each([
+    ['first', false],
+    ['after a spooled file', true],
+  ])('%s: the 403, the spool removed, no error logged', async (_name, allowedFirst) => {
+    const s = await serve({ answers: false, consume: save, allowedFirst });
+    expect(s.res).toMatchObject({ status: 403, json: denied('file *', 'path-not-in-allowlist') });
+    expect({ reached: s.reached, errors: s.errors, spooled: s.spooled }).toEqual({
+      reached: ['finally'],
+      errors: [],
+      spooled: [],
+    });
+  });
 });
 
 describe('after an onDeny answered, what is still logged', () => {
@@ -105,22 +140,14 @@ describe('after an onDeny answered, what is still logged', () => {
         throw new Error('handler bug');
       },
     });
-    expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
+    expect(s.res).toMatchObject(ANSWER);
     expect(s.errors).toEqual(['Promise errored, but reply.sent = true was set']);
   });
 
   it('the deny, on a route declared before pathgate: its handler is not wrapped', async () => {
     const s = await serve({ routeFirst: true });
-    expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
+    expect(s.res).toMatchObject(ANSWER);
     expect(s.reached).toEqual(['finally']);
     expect(s.errors).toEqual(['Promise errored, but reply.sent = true was set']);
-  });
-
-  it("saveRequestFiles() after it spooled a file: multipart's own, removing the spool twice", async () => {
-    const s = await serve({ consume: (request) => request.saveRequestFiles(), allowedFirst: true });
-    expect(s.res).toMatchObject({ status: 451, json: { answered: true } });
-    expect(s.reached).toEqual(['finally']);
-    // Its onResponse hook removes the spool, and so does its loop's catch.
-    expect(s.errors).toEqual(['save request file', 'Could not delete file']);
   });
 });
