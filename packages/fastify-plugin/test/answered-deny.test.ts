@@ -46,6 +46,8 @@ interface Setup {
   routeFirst?: boolean;
   /** An allowed file part comes before the denied one. */
   allowedFirst?: boolean;
+  /** multipart reads the upload in its own hook (`attachFieldsToBody`). */
+  attach?: boolean;
 }
 
 async function serve(setup: Setup) {
@@ -66,7 +68,7 @@ async function serve(setup: Setup) {
       },
     });
   if (!routeFirst) await guard();
-  await app.register(multipart, { preservePath: true });
+  await app.register(multipart, { preservePath: true, attachFieldsToBody: setup.attach ?? false });
   const reached: string[] = [];
   const paths = [{ file: true, under: 'uploads' }] as const;
   app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (request) => {
@@ -117,6 +119,18 @@ describe.each([
     });
   });
 });
+
+it.each([
+  ['report-only', true],
+  ['enforced', false],
+])(
+  '%s, attachFieldsToBody: the answer alone, no handler, no error logged',
+  async (_m, reportOnly) => {
+    const s = await serve({ reportOnly, attach: true, consume: async () => {} });
+    expect(s.res).toMatchObject(ANSWER);
+    expect({ reached: s.reached, errors: s.errors }).toEqual({ reached: [], errors: [] });
+  },
+);
 
 describe('an enforced deny out of saveRequestFiles(), the default 403', () => {
   it.each([
