@@ -200,8 +200,8 @@ export class Upload {
    * client picks how many parts follow). Returns `true` when the request goes on.
    */
   private report(denial: PathDenial, route: RouteState | undefined): boolean {
-    let labels = this.reported.get(route);
-    if (labels === undefined) this.reported.set(route, (labels = new Set()));
+    const labels = this.reported.get(route) ?? new Set<string>();
+    this.reported.set(route, labels);
     if (labels.has(denial.label)) return !this.settled;
     labels.add(denial.label);
     return this.refuse(denial, route);
