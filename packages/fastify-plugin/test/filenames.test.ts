@@ -11,6 +11,9 @@ import { serveMultipart } from './multipart-server.js';
 /** The UTF-8 bytes of `text`, as the latin1 string the raw body builder writes. */
 const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
 
+/** Ends the part's Content-Disposition line and starts a second one, up to its filename's value. */
+const SECOND = '\r\nContent-Disposition: form-data; name="upload"; filename=';
+
 const part = (params: string) => ({
   disposition: `name="upload"; ${params}`,
   contentType: 'application/octet-stream',
@@ -37,6 +40,11 @@ describe('allowed names: stored at the canonical path of the name the handler sa
       `filename*=UTF-8''virus.exe; filename="safe.png"`,
       'safe.png',
     ],
+    ['filename* in an unknown charset: read as latin1', "filename*=x-klingon''a%41.png", 'aA.png'],
+    ['filename* with a bad escape: kept as sent', "filename*=UTF-8''a%ZZ.png", 'a%ZZ.png'],
+    ['filename* with invalid UTF-8', "filename*=UTF-8''a%E9.png", 'a\uFFFD.png'],
+    ['a leading space is kept', 'filename=" .png"', ' .png'],
+    ['two Content-Disposition lines: the first', `filename="a.png"${SECOND}"b.exe"`, 'a.png'],
   ];
 
   it.each(ROWS)('%s', async (_name, params, stored) => {
@@ -61,6 +69,9 @@ describe('denied names', () => {
     ['filename* naming a denied type', "filename*=UTF-8''virus.exe", OUT],
     ['a right-to-left override', `filename="${utf8('\u202Egnp.exe')}"`, OUT],
     ['NFD of a denied name', `filename="${utf8('.e\u0301nv')}"`, OUT],
+    ['whitespace only is a name, not missing', 'filename="   "', OUT],
+    ['"." becomes empty', 'filename="."', 'missing-path'],
+    ['two Content-Disposition lines: the first', `filename="b.exe"${SECOND}"a.png"`, OUT],
   ];
 
   it.each(ROWS)('%s → %s', async (_name, params, reason) => {
