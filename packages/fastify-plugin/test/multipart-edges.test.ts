@@ -1,0 +1,207 @@
+import net from 'node:net';
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import { describe, expect, it, vi } from 'vitest';
+import pathgate from '../src/index.js';
+import {
+  afterTest,
+  BOUNDARY,
+  denied,
+  filesIn,
+  listen,
+  multipartBody,
+  newApp,
+  postMultipart,
+  type RawPart,
+  sandbox,
+} from './helpers.js';
+import { store } from './multipart-server.js';
+
+// Multipart bodies no browser sends, each asserting the answer and what the
+// handler got: one name for a text field and a file, a field sent twice, a
+// file over `limits.fileSize`, a client that hangs up mid-file.
+
+const field = (name: string, data: string): RawPart => ({ disposition: `name="${name}"`, data });
+const file = (name: string, filename: string, data = 'x'): RawPart => ({
+  disposition: `name="${name}"; filename="${filename}"`,
+  contentType: 'application/octet-stream',
+  data,
+});
+
+type Attach = boolean | 'keyValues';
+
+/** One route at /r declaring `paths`; the handler records its body and `request.pathgate`. */
+async function serve(attachFieldsToBody: Attach, paths: readonly object[]) {
+  const root = sandbox();
+  const app = newApp();
+  const seen: unknown[] = [];
+  await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
+  await app.register(multipart, { attachFieldsToBody });
+  const pathgateConfig = { mode: 'write', paths } as never;
+  app.post('/r', { config: { pathgate: pathgateConfig } }, async (request) => {
+    seen.push({ body: request.body, pathgate: request.pathgate });
+    return 'ran';
+  });
+  return { root, seen, port: await listen(app) };
+}
+
+describe('a text field and a file part under one name, with a body spec and a file spec on it', () => {
+  const send = [field('doc', 'uploads/a.txt'), file('doc', 'b.txt')];
+
+  it('attachFieldsToBody true: the name holds a list of parts, which ["doc", "value"] does not select', async () => {
+    const paths = [{ body: ['doc', 'value'] }, { file: 'doc', under: 'uploads' }];
+    const s = await serve(true, paths);
+    for (const parts of [send, [...send].reverse()]) {
+      const res = await postMultipart(s.port, '/r', parts);
+      expect(res.json).toEqual(denied('body.doc.value', 'missing-path'));
+    }
+    expect(s.seen).toEqual([]);
+  });
+
+  it("'keyValues': the name holds the text and the file's bytes, and the bytes are no path", async () => {
+    const s = await serve('keyValues', [{ body: 'doc' }, { file: 'doc', under: 'uploads' }]);
+    const res = await postMultipart(s.port, '/r', send);
+    expect(res.json).toEqual(denied('body.doc', 'not-a-string'));
+    expect(s.seen).toEqual([]);
+  });
+});
+
+describe('a body field sent twice', () => {
+  const twice = (second: string) => [field('to', 'uploads/a'), field('to', second)];
+
+  it('attachFieldsToBody true, required: missing-path, as a list of parts has no "value"', async () => {
+    const s = await serve(true, [{ body: ['to', 'value'] }]);
+    const res = await postMultipart(s.port, '/r', twice('uploads/b'));
+    expect(res.json).toEqual(denied('body.to.value', 'missing-path'));
+    expect(s.seen).toEqual([]);
+  });
+
+  it('attachFieldsToBody true, optional: the handler runs with no checked path for it', async () => {
+    const s = await serve(true, [{ body: ['to', 'value'], optional: true }]);
+    const res = await postMultipart(s.port, '/r', twice('../../etc/x'));
+    expect(res.text).toBe('ran');
+    expect(s.seen).toMatchObject([{ pathgate: { body: {} } }]);
+  });
+
+  it("'keyValues': a list, checked element by element", async () => {
+    const s = await serve('keyValues', [{ body: 'to' }]);
+    const bad = await postMultipart(s.port, '/r', twice('../../etc/x'));
+    expect(bad.json).toEqual(denied('body.to', 'path-not-in-allowlist'));
+    const ok = await postMultipart(s.port, '/r', twice('uploads/b'));
+    expect(ok.text).toBe('ran');
+    const to = [`${s.root}/uploads/a`, `${s.root}/uploads/b`];
+    expect(s.seen).toEqual([
+      {
+        body: { to: ['uploads/a', 'uploads/b'] },
+        pathgate: expect.objectContaining({ body: { to } }),
+      },
+    ]);
+  });
+});
+
+const LIMIT = 100;
+
+/** Stores each upload with `saveRequestFiles()` (at /save, and with attachFieldsToBody at /a/save) or `files()`. */
+async function serveUploads() {
+  const root = sandbox();
+  const spool = sandbox();
+  const app = newApp();
+  let handled = 0;
+  const upload = {
+    config: { pathgate: { mode: 'write', paths: [{ file: true, under: 'uploads' }] } },
+  } as const;
+  await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
+  const routes = (attachFieldsToBody: Attach) => async (scope: typeof app) => {
+    await scope.register(multipart, { attachFieldsToBody, limits: { fileSize: LIMIT } });
+    scope.post('/save', upload, async (request) => {
+      const { files } = await request.saveRequestFiles({ tmpdir: spool });
+      handled++;
+      return files.map((f) => f.pathgatePath);
+    });
+    scope.post('/files', upload, async (request) => {
+      const stored = [];
+      for await (const part of request.files()) stored.push(await store(part));
+      handled++;
+      return stored;
+    });
+  };
+  await app.register(routes(false));
+  await app.register(routes(true), { prefix: '/a' });
+  return { root, spool, handled: () => handled, port: await listen(app) };
+}
+
+const twoFiles = (second: number) => [
+  file('f', 'a.txt', 'a'.repeat(50)),
+  file('f', 'b.txt', 'b'.repeat(second)),
+];
+
+describe('limits.fileSize reached in the second file', () => {
+  it.each([['/save'], ['/a/save']])(
+    '%s: 413, nothing spooled is left, the handler never gets the files',
+    async (url) => {
+      const s = await serveUploads();
+      const res = await postMultipart(s.port, url, twoFiles(LIMIT + 1));
+      expect(res.json).toMatchObject({ statusCode: 413, code: 'FST_REQ_FILE_TOO_LARGE' });
+      expect(s.handled()).toBe(0);
+      await vi.waitFor(() => expect(filesIn(s.spool)).toEqual([]));
+      expect(filesIn(s.root)).toEqual([]);
+    },
+  );
+
+  it('at the limit exactly: both are handed out, with their checked paths', async () => {
+    const s = await serveUploads();
+    const res = await postMultipart(s.port, '/save', twoFiles(LIMIT));
+    expect(res.json).toEqual([`${s.root}/uploads/a.txt`, `${s.root}/uploads/b.txt`]);
+  });
+});
+
+describe('the client hangs up in the second file', () => {
+  /** Sends the body up to the middle of the second file over a raw socket, then destroys it. */
+  async function hangUp(port: number, path: string, body: Buffer): Promise<void> {
+    const cut = body.indexOf('b'.repeat(LIMIT)) + LIMIT / 2;
+    const socket = net.connect(port, '127.0.0.1');
+    afterTest(() => void socket.destroy());
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const type = `multipart/form-data; boundary=${BOUNDARY}`;
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    // Flushed to the kernel, then closed: the server reads all of it, then the end.
+    await new Promise((resolve) => socket.write(body.subarray(0, cut), resolve));
+    socket.destroy();
+  }
+
+  it.each([
+    ['/save', []],
+    ['/a/save', []],
+    ['/files', ['uploads/a.txt']],
+  ])('%s: no half-written file, nothing spooled left, the server goes on', async (url, kept) => {
+    const s = await serveUploads();
+    await hangUp(s.port, url, multipartBody(twoFiles(LIMIT)));
+    await vi.waitFor(() => {
+      expect(filesIn(s.spool)).toEqual([]);
+      expect(filesIn(s.root)).toEqual(kept);
+    });
+    expect(s.handled()).toBe(0);
+    const next = await postMultipart(s.port, url, [file('f', 'c.txt')]);
+    expect(next.status).toBe(200);
+  });
+});
+
+describe('onFile, then a body value denied', () => {
+  it('the 403 comes once the body is parsed: the file onFile stored stays, the handler never runs', async () => {
+    const root = sandbox();
+    const app = newApp();
+    let calls = 0;
+    await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
+    const onFile = async (part: MultipartFile) => void (await store(part));
+    await app.register(multipart, { attachFieldsToBody: true, onFile });
+    const paths = [{ body: ['dest', 'value'] }, { file: 'f', under: 'uploads' }] as const;
+    app.post('/r', { config: { pathgate: { mode: 'write', paths } } }, async () => ++calls);
+    const port = await listen(app);
+    const res = await postMultipart(port, '/r', [field('dest', '../../etc/x'), file('f', 'a.txt')]);
+    expect(res.json).toEqual(denied('body.dest.value', 'path-not-in-allowlist'));
+    expect(filesIn(root)).toEqual(['uploads/a.txt']);
+    expect(calls).toBe(0);
+  });
+});
