@@ -27,6 +27,7 @@ import {
 let root: string;
 let removeRoot: () => void;
 let served: Served;
+const errors = countingErrorHandler();
 
 beforeAll(async () => {
   ({ root, remove: removeRoot } = tempRoot());
@@ -52,7 +53,7 @@ beforeAll(async () => {
     gate.multer({ ...small, storage: gate.diskStorage({ overwrite: true }) }).array('docs'),
     answer,
   );
-  app.use(countingErrorHandler().handler);
+  app.use(errors.handler);
   served = await serve(app);
 });
 
@@ -258,8 +259,13 @@ describe('two files in one request', () => {
 const partHead = (name: string) =>
   `--${BOUNDARY}\r\nContent-Disposition: form-data; name="docs"; filename="${name}"\r\n\r\n`;
 
-/** Writes the head and `body`, destroys the socket, and waits until the disk stops changing. */
+/**
+ * Writes the head and `body`, destroys the socket, and waits until the
+ * server is done: multer's error reached the error handler (once the
+ * request's stores settled), and the disk stops changing.
+ */
 async function cut(path: string, body: string) {
+  const handled = errors.calls.length;
   const socket = net.connect(served.port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   socket.write(
@@ -267,7 +273,8 @@ async function cut(path: string, body: string) {
   );
   await sleep(5);
   socket.destroy();
-  // Settled: the same for five reads in a row (the client gets no answer to wait for).
+  for (let i = 0; i < 300 && errors.calls.length === handled; i++) await sleep(10);
+  expect(errors.calls).toHaveLength(handled + 1);
   let last = '';
   for (let same = 0, i = 0; same < 5 && i < 200; i++) {
     await sleep(20);
