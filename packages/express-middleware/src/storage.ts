@@ -15,6 +15,7 @@ import {
   onceMoreIfGone,
   removeEmptyFolders,
 } from './folders.js';
+import { uploadOf } from './upload.js';
 
 export interface DiskStorageOptions {
   /** Replace an existing file (still never through a symlink). Default `false`: an existing target is a 409. */
@@ -168,15 +169,28 @@ async function createFor(target: string, overwrite: boolean): Promise<Created> {
 }
 
 /**
+ * The request failed while this part waited its turn or was written: its
+ * body was cut, or its answer is a deny. Every file it stored is removed,
+ * so renaming this one over an old file would only lose the old one.
+ */
+const failed = (req: Request) => req.readableAborted || uploadOf(req)?.settled === true;
+
+/**
  * Stores the stream at `target`, replacing a file there: written beside it,
  * then renamed over it once complete, so a cut-off, refused or failed upload
  * leaves the old file as it was (and no reader sees a half-written one).
  */
-async function replaceFile(file: File, target: string, temp: Created): Promise<number> {
+async function replaceFile(
+  req: Request,
+  file: File,
+  target: string,
+  temp: Created,
+): Promise<number> {
   const size = await writeNew(file, temp);
   try {
     // Cut short by multer's fileSize limit: the request fails, and the old file stays.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
+    if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
     await rename(temp.path, target);
   } catch (error) {
     await unlink(temp.path).catch(() => {});
@@ -226,7 +240,9 @@ async function store(req: Request, file: File, { root, target, overwrite }: Plac
       await ensureParent(root, target, held);
       return createFor(target, overwrite);
     });
-    return overwrite ? await replaceFile(file, target, created) : await writeNew(file, created);
+    return overwrite
+      ? await replaceFile(req, file, target, created)
+      : await writeNew(file, created);
   } catch (error) {
     await removeEmptyFolders(held);
     throw error;

@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { exchangeRaw, type RawResponse, rawRequest } from '../../../test/raw-http.js';
@@ -256,6 +257,9 @@ describe('two files in one request', () => {
   );
 });
 
+/** 150 folders to make: the first file's store is still at it when the connection is cut. */
+const DEEP = Array.from({ length: 150 }, (_, i) => `d${i}`).join('/');
+
 const partHead = (name: string) =>
   `--${BOUNDARY}\r\nContent-Disposition: form-data; name="docs"; filename="${name}"\r\n\r\n`;
 
@@ -293,4 +297,52 @@ describe('the client cuts the connection', () => {
       expect(await cut(path, body)).toEqual({ entries: [], old: 'OLD' });
     },
   );
+
+  it('after a whole second file still waiting for its store: the file it would replace stays', async () => {
+    const body =
+      `${partHead(`${DEEP}/first.txt`)}1\r\n${partHead('old.txt')}${'2'.repeat(50_000)}\r\n` +
+      `--${BOUNDARY}\r\nContent-Disp`;
+    expect(await cut('/replace', body)).toEqual({ entries: [], old: 'OLD' });
+  });
+});
+
+describe('a later part denied while a whole file waits for its store', () => {
+  it('the 403 comes once nothing is left, and the file it would replace stays', async () => {
+    const got = await post('/replace', [
+      filePart('docs', `${DEEP}/first.txt`),
+      filePart('docs', 'old.txt', 'new'),
+      filePart('docs', '../escape.txt'),
+    ]);
+    expect(got).toEqual({
+      status: 403,
+      json: denied('path-not-in-allowlist'),
+      entries: [],
+      old: 'OLD',
+    });
+  });
+});
+
+describe('the replacing storage on a request whose body was cut', () => {
+  it('a whole file is not renamed over the old one; with the body whole, it is', async () => {
+    const storage = pathgate({ root, fs: ['rw:uploads/**'] }).diskStorage({ overwrite: true });
+    const store = (readableAborted: boolean) => {
+      const stream = new PassThrough();
+      stream.end('new');
+      const file: Partial<Express.Multer.File> = {
+        stream,
+        pathgatePath: join(uploads(), 'old.txt'),
+      };
+      return new Promise((settle) =>
+        storage._handleFile(
+          { readableAborted } as express.Request,
+          file as Express.Multer.File,
+          settle,
+        ),
+      );
+    };
+    expect(await store(true)).toBeInstanceOf(Error);
+    expect(disk()).toEqual({ entries: [], old: 'OLD' });
+    expect(await store(false)).toBeNull();
+    expect(disk()).toEqual({ entries: [], old: 'new' });
+  });
 });
