@@ -78,11 +78,14 @@ function customStorage(root: string, kind: 'slow' | 'failing' | 'silent'): Stora
       const out = createWriteStream(path);
       out.on('error', () => {}); // a write in flight when the part fails: the part's error decides
       file.stream.on('error', () => {
-        out.destroy();
-        // Its half-written file removed first; 'silent' never calls back, as some engines do.
-        void gone(path).then(() => {
-          if (kind !== 'silent') callback(new Error('stream failed'));
+        // Its half-written file removed first, once closed: a stream destroyed
+        // while opening still creates it. 'silent' never calls back, as some engines do.
+        out.once('close', () => {
+          void gone(path).then(() => {
+            if (kind !== 'silent') callback(new Error('stream failed'));
+          });
         });
+        out.destroy();
       });
       file.stream.pipe(out);
       out.on('finish', () => {
