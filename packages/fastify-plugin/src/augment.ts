@@ -19,8 +19,8 @@ declare module 'fastify' {
 
 declare module '@fastify/multipart' {
   interface MultipartFile {
-    /** Set by pathgate on an allowed file part: the canonical path to write it to. */
-    pathgatePath?: string;
+    /** Set by pathgate on an allowed file part: the canonical path to write it to (read-only). */
+    readonly pathgatePath?: string;
   }
 }
 

@@ -116,6 +116,14 @@ describe('multipart parts', () => {
     expectTypeOf<MultipartFile['pathgatePath']>().toEqualTypeOf<string | undefined>();
     expectTypeOf<SavedMultipartFile['pathgatePath']>().toEqualTypeOf<string | undefined>();
   });
+
+  it('keep pathgatePath read-only: a handler writes where the check looked', () => {
+    const retarget = (part: MultipartFile) => {
+      // @ts-expect-error: a new target would be a path no one checked
+      part.pathgatePath = `/srv/files/${part.filename}`;
+    };
+    expectTypeOf(retarget).toBeFunction();
+  });
 });
 
 describe('options', () => {
