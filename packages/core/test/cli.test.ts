@@ -23,6 +23,19 @@ describe('pathgate check (the built bin)', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  it('an unexpected error is exit 3, never 1: a script that expects a deny must not pass on a crash', () => {
+    // A preloaded module breaks the output step, as a bug in the tool would.
+    const breaker = join(dir, 'breaker.mjs');
+    writeFileSync(breaker, "console.log = () => { throw new RangeError('broken output'); };\n");
+    const run = spawnSync(
+      process.execPath,
+      ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
+      { encoding: 'utf8' },
+    );
+    expect(run.status).toBe(3);
+    expect(run.stderr).toMatch(/^pathgate: internal error: RangeError: broken output\n {4}at /);
+  });
+
   it('prints each decision with reason, canonical path and rule; exits 0 when all are allowed', () => {
     const run = pathgate('check', ...RULES, 'public/a.txt', 'uploads/x.png');
     expect(run.status).toBe(0);

@@ -42,8 +42,13 @@ function run(argv: readonly string[]): number {
 try {
   process.exitCode = run(process.argv.slice(2));
 } catch (error) {
-  if (!(error instanceof UsageError || error instanceof TypeError)) throw error;
-  console.error(`pathgate: ${error.message}`);
-  if (error instanceof UsageError) console.error(`\n${USAGE}`);
-  process.exitCode = 2;
+  if (error instanceof UsageError || error instanceof TypeError) {
+    console.error(`pathgate: ${error.message}`);
+    if (error instanceof UsageError) console.error(`\n${USAGE}`);
+    process.exitCode = 2;
+  } else {
+    // A bug, not a decision: uncaught, it would exit 1, which a script reads as "denied".
+    console.error(`pathgate: internal error: ${(error as Error)?.stack ?? String(error)}`);
+    process.exitCode = 3;
+  }
 }
