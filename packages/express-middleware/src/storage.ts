@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -110,7 +110,7 @@ function createFile(path: string): Promise<FileHandle> {
   return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666);
 }
 
-/** The file a part is written to, created (see `createFile`): its target, or a temporary sibling. */
+/** The temporary file a part is written to, beside its target, created (see `createFile`). */
 interface Created {
   readonly path: string;
   readonly handle: FileHandle;
@@ -141,29 +141,40 @@ async function writeNew(file: File, { path, handle }: Created): Promise<number> 
   return out.bytesWritten;
 }
 
+/** What is at `path`, not following a link; `undefined` when nothing is. */
+function lstatIfAny(path: string): Promise<Stats | undefined> {
+  return lstat(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+}
+
 /**
  * What `overwrite` may replace: nothing, or a regular file with one link.
  * Not a symlink, a folder, a FIFO or a device; not a hard link, whose other
  * name the app may think unchanged.
  */
 async function checkReplaceable(target: string): Promise<void> {
-  const stat = await lstat(target).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
+  const stat = await lstatIfAny(target);
   if (stat === undefined) return;
   if (stat.isSymbolicLink()) throw refuse(SYMLINK);
   if (stat.isDirectory()) throw refuse(EXISTS);
   if (!stat.isFile() || stat.nlink !== 1) throw refuse(NOT_A_FILE);
 }
 
+/** Without `overwrite`, an existing target is refused before a byte is read (`place` refuses one made since). */
+async function checkAbsent(target: string): Promise<void> {
+  if ((await lstatIfAny(target)) !== undefined) throw refuse(EXISTS);
+}
+
 /**
- * Creates the file a part is written to: the target itself, or with
- * `overwrite` a temporary sibling, once what it would replace is checked.
+ * Creates the temporary sibling a part is written to, once what is at its
+ * target is checked: written in place, a file in flight could be read,
+ * moved or deleted half-written, and its cleanup would then remove by name
+ * a file another request stored there since.
  */
 async function createFor(target: string, overwrite: boolean): Promise<Created> {
-  if (!overwrite) return { path: target, handle: await createFile(target) };
-  await checkReplaceable(target);
+  await (overwrite ? checkReplaceable(target) : checkAbsent(target));
   const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
   return { path, handle: await createFile(path) };
 }
@@ -171,31 +182,30 @@ async function createFor(target: string, overwrite: boolean): Promise<Created> {
 /**
  * The request failed while this part waited its turn or was written: its
  * body was cut, or its answer is a deny. Every file it stored is removed,
- * so renaming this one over an old file would only lose the old one.
+ * so giving this one its name would only lose an old file, or show a file
+ * that is about to go.
  */
 const failed = (req: Request) => req.readableAborted || uploadOf(req)?.settled === true;
 
 /**
- * Stores the stream at `target`, replacing a file there: written beside it,
- * then renamed over it once complete, so a cut-off, refused or failed upload
- * leaves the old file as it was (and no reader sees a half-written one).
+ * Stores the stream at `target`: written beside it, then renamed over it
+ * (`overwrite`) or linked to its name (never replacing a file there: a 409)
+ * once complete, so a cut-off, refused or failed upload leaves the target
+ * as it was (and no reader sees a half-written file).
  */
-async function replaceFile(
-  req: Request,
-  file: File,
-  target: string,
-  temp: Created,
-): Promise<number> {
+async function place(req: Request, file: File, target: string, temp: Created, overwrite: boolean) {
   const size = await writeNew(file, temp);
   try {
-    // Cut short by multer's fileSize limit: the request fails, and the old file stays.
+    // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
-    await rename(temp.path, target);
+    await (overwrite ? rename(temp.path, target) : link(temp.path, target));
   } catch (error) {
     await unlink(temp.path).catch(() => {});
     throw error;
   }
+  // Linked, the file has its target's name too: the temporary one goes.
+  if (!overwrite) await unlink(temp.path).catch(() => {});
   file.path = target;
   return size;
 }
@@ -240,9 +250,7 @@ async function store(req: Request, file: File, { root, target, overwrite }: Plac
       await ensureParent(root, target, held);
       return createFor(target, overwrite);
     });
-    return overwrite
-      ? await replaceFile(req, file, target, created)
-      : await writeNew(file, created);
+    return await place(req, file, target, created, overwrite);
   } catch (error) {
     await removeEmptyFolders(held);
     throw error;

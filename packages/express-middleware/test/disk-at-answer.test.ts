@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
@@ -97,17 +97,28 @@ function post(path: string, body: Buffer | string): Promise<Answered> {
 
 const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart(parts));
 
+/** The files in flight in `folder` below uploads/: written beside their targets until complete. */
+const inFlight = (folder: string) => {
+  const dir = join(root, 'uploads', folder);
+  return existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.part')).length : 0;
+};
+
+/** A file in flight: its temporary name beside its target. */
+const partOf = (folder: string) =>
+  expect.stringMatching(new RegExp(`^${folder}/\\.pathgate-[-0-9a-f]+\\.part$`));
+
 /**
  * An upload sent in two steps: its first part, up to where the storage has
- * created `first`'s file on disk; then, on `finish()`, the rest.
+ * created the file in flight for `first`; then, on `finish()`, the rest.
  */
 async function halfSent(path: string, parts: readonly RawPart[], first: string) {
   const body = multipart(parts);
   const rest = body.indexOf(`--${BOUNDARY}`, 1);
+  const before = inFlight(dirname(first));
   const { req, answer } = begin(path, body.length);
   req.write(body.subarray(0, rest));
-  for (let waited = 0; !existsSync(join(root, 'uploads', first)); waited += 5) {
-    if (waited > 5000) throw new Error(`the storage never created ${first}`);
+  for (let waited = 0; inFlight(dirname(first)) === before; waited += 5) {
+    if (waited > 5000) throw new Error(`the storage never created a file for ${first}`);
     await sleep(5);
   }
   return {
@@ -206,10 +217,10 @@ describe('the folders a failed upload made', () => {
     const parts = (name: string) => [filePart('docs', name), filePart('docs', '../denied.bin')];
     const maker = await halfSent('/docs', parts('new/a/one.bin'), 'new/a/one.bin');
     const enterer = await halfSent('/docs', parts('new/a/two.bin'), 'new/a/two.bin');
-    // The maker fails first: its folders still hold the other upload's file.
+    // The maker fails first: its folders still hold the other upload's file, in flight.
     expect(await maker.finish()).toEqual({
       status: 403,
-      disk: ['new/', 'new/a/', 'new/a/two.bin'],
+      disk: ['new/', 'new/a/', partOf('new/a')],
     });
     expect(await enterer.finish()).toEqual({ status: 403, disk: [] });
   });

@@ -1,0 +1,94 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  begin,
+  EXAMPLES,
+  postFiles,
+  postJson,
+  type Running,
+  type Sent,
+  send,
+  start,
+} from './examples.js';
+
+// Other clients acting on a name while an upload to it is in flight: they
+// never see, move or delete the half-written file, and the failing upload
+// never takes with it a file another request stored under that name.
+
+const B = 'pathgate-race';
+
+/** The head of an upload to `name` and the first bytes of its file: no closing boundary. */
+const inFlight = (name: string): Sent => ({
+  method: 'POST',
+  path: '/api/upload',
+  headers: { 'content-type': `multipart/form-data; boundary=${B}` },
+  body: `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\nhalf`,
+});
+
+describe.each(EXAMPLES)('the $name example, while an upload is in flight', (example) => {
+  let app: Running;
+  beforeAll(async () => {
+    app = await start(example);
+  });
+  afterAll(() => app.stop());
+
+  const uploads = () => readdirSync(join(app.root, 'uploads')).sort();
+
+  /** Starts an upload to `name` whose body stays open, once its first bytes are on disk. */
+  const pending = async (name: string) => {
+    const before = uploads().length;
+    const upload = begin(app.port, inFlight(name));
+    for (let waited = 0; uploads().length === before; waited += 10) {
+      if (waited > 5000) throw new Error(`the upload to ${name} never opened its file`);
+      await sleep(10);
+    }
+    return upload;
+  };
+
+  it('a download of its name is a 404, never the half-written file', async () => {
+    const upload = await pending('read.txt');
+    const got = await send(app.port, { path: '/files/uploads/read.txt' });
+    expect(got.status).toBe(404);
+    expect((await upload.end()).status).toBe(400);
+  });
+
+  it('a delete of its name is a 404, and a file stored under it since stays when it fails', async () => {
+    const upload = await pending('kept.txt');
+    const removed = await send(app.port, { method: 'DELETE', path: '/files/uploads/kept.txt' });
+    expect(removed.status).toBe(404);
+    const stored = await send(app.port, postFiles('/api/upload', ['file', 'kept.txt', 'stored']));
+    expect(stored.status).toBe(201);
+    expect((await upload.end()).status).toBe(400);
+    expect(readFileSync(join(app.root, 'uploads', 'kept.txt'), 'utf8')).toBe('stored');
+  });
+
+  it('a move of its name is a 404, and nothing of it stays when it fails', async () => {
+    const before = uploads();
+    const upload = await pending('moved.txt');
+    const move = postJson('/api/move', '{"from":"uploads/moved.txt","to":"uploads/elsewhere.txt"}');
+    expect((await send(app.port, move)).status).toBe(404);
+    expect((await upload.end()).status).toBe(400);
+    expect(uploads()).toEqual(before);
+  });
+
+  it('two uploads of one name at once: one stored whole, the other a 409, no temporary file left', async () => {
+    const before = uploads();
+    for (let i = 0; i < 10; i++) {
+      const name = `same-${i}.bin`;
+      const [a, b] = await Promise.all(
+        ['a', 'b'].map((fill) =>
+          send(app.port, postFiles('/api/upload', ['file', name, fill.repeat(256 << 10)])),
+        ),
+      );
+      expect([a?.status, b?.status].sort()).toEqual([201, 409]);
+      const stored = readFileSync(join(app.root, 'uploads', name), 'utf8');
+      expect([...new Set(stored)]).toHaveLength(1);
+      expect(stored).toHaveLength(256 << 10);
+    }
+    expect(uploads()).toEqual(
+      [...before, ...Array.from({ length: 10 }, (_, i) => `same-${i}.bin`)].sort(),
+    );
+  });
+});
