@@ -130,3 +130,33 @@ describe.each(EXAMPLES)('the $name example, a link swapped in for a file it serv
     );
   });
 });
+
+describe.each(EXAMPLES)(
+  'the $name example, two moves and a delete of one file at once',
+  (example) => {
+    let app: Running;
+    beforeAll(async () => {
+      app = await start(example);
+    });
+    afterAll(() => app.stop());
+
+    it('one of them takes it, the others are 404s, and it is left where the one put it', async () => {
+      const uploads = join(app.root, 'uploads');
+      for (let i = 0; i < 30; i++) {
+        writeFileSync(join(uploads, `from-${i}`), 'one');
+        const move = (to: string) =>
+          postJson('/api/move', JSON.stringify({ from: `uploads/from-${i}`, to: `uploads/${to}` }));
+        const [toA, toB, removed] = await Promise.all([
+          send(app.port, move(`a-${i}`)),
+          send(app.port, move(`b-${i}`)),
+          send(app.port, { method: 'DELETE', path: `/files/uploads/from-${i}` }),
+        ]);
+        const statuses = [toA.status, toB.status, removed.status];
+        expect(statuses.sort()).toEqual([200, 404, 404]);
+        const left = readdirSync(uploads).filter((name) => name.endsWith(`-${i}`));
+        const kept = toA.status === 200 ? [`a-${i}`] : toB.status === 200 ? [`b-${i}`] : [];
+        expect(left).toEqual(kept);
+      }
+    });
+  },
+);

@@ -132,7 +132,11 @@ export async function moveFile(from: string, to: string): Promise<void> {
   if (!info.isFile()) throw new FileApiError(400, 'not a file');
   await makeParents(to).catch(parentError);
   await link(from, to).catch(clientError);
-  await unlink(from);
+  await unlink(from).catch(async (error: unknown) => {
+    // Another request moved or deleted it meanwhile: this copy must not stay.
+    await unlink(to).catch(() => {});
+    return clientError(error);
+  });
 }
 
 export async function removeFile(path: string): Promise<void> {
