@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
@@ -222,6 +223,12 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     failed(400, 'Bad Request', 'not a file'),
   ],
   [
+    // A socket: open() fails (ENXIO) before there is a file to look at.
+    'a socket is not a download',
+    { path: '/files/public/docs/socket' },
+    failed(400, 'Bad Request', 'not a file'),
+  ],
+  [
     'a missing file',
     { path: '/files/public/nope.txt' },
     failed(404, 'Not Found', 'no such file or folder'),
@@ -331,14 +338,20 @@ function check(got: Got, expected: Expected): void {
 describe.each(EXAMPLES)('the $name example', (example) => {
   let app: Running;
   const answers: Got[] = [];
+  const socket = net.createServer();
 
   beforeAll(async () => {
     app = await start(example);
     // A link planted inside the allowlist, pointing out of it.
     symlinkSync('../secret.txt', join(app.root, 'uploads', 'link'));
     execFileSync('mkfifo', [join(app.root, 'public', 'docs', 'pipe')]);
+    const path = join(app.root, 'public', 'docs', 'socket');
+    await new Promise<void>((listening) => socket.listen(path, listening));
   });
-  afterAll(() => app?.stop());
+  afterAll(async () => {
+    socket.close();
+    await app?.stop();
+  });
 
   it.each(STEPS)('%s', async (_name, sent, expected) => {
     const got = await send(app.port, sent);

@@ -41,8 +41,11 @@ function clientError(error: unknown): never {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR')
     throw new FileApiError(404, 'no such file or folder');
-  // ELOOP: a link swapped in since the check, which O_NOFOLLOW refuses to open.
-  if (code === 'EISDIR' || code === 'ELOOP') throw new FileApiError(400, 'not a file');
+  // ELOOP: a link swapped in since the check, which O_NOFOLLOW refuses to open;
+  // ENXIO: a socket, which has nothing to open.
+  if (code === 'EISDIR' || code === 'ELOOP' || code === 'ENXIO') {
+    throw new FileApiError(400, 'not a file');
+  }
   if (code === 'EEXIST' || code === 'ENOTEMPTY') throw new FileApiError(409, 'already exists');
   if (code === 'ENAMETOOLONG') throw new FileApiError(400, 'name too long');
   if (code === 'EFBIG') throw new FileApiError(413, 'file too large');
