@@ -2,22 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
-import express from 'express';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type express from 'express';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
 import {
+  appPerFile,
   BOUNDARY,
-  countingErrorHandler,
   entriesUnder,
   fieldPart,
   filePart,
   MULTIPART,
   multipart,
   type RawPart,
-  type Served,
-  serve,
   sleep,
-  tempRoot,
 } from './helpers.js';
 
 // A refused or cut upload leaves the disk as it was, and already so when the
@@ -27,39 +24,26 @@ import {
 // are the folders the failed upload made (never one that was there before,
 // one another upload uses, nor a successful upload's).
 
-let root: string;
-let removeRoot: () => void;
-let served: Served;
-const errors = countingErrorHandler();
-
-beforeAll(async () => {
-  ({ root, remove: removeRoot } = tempRoot());
+const served = appPerFile((root, app) => {
   const gate = pathgate({ root, fs: ['rw:uploads/**'] });
   const up = gate.multer();
   const one = gate.multer({ limits: { files: 1, fields: 0 } });
-  const app = express();
   const stored: express.RequestHandler = (_req, res) => {
     res.status(201).json({ stored: true });
   };
   app.post('/docs', gate.write({ file: 'docs', under: 'uploads' }), up.array('docs'), stored);
   app.post('/one', gate.write({ file: 'doc', under: 'uploads' }), one.single('doc'), stored);
-  app.use(errors.handler);
-  served = await serve(app);
 });
-
-afterAll(async () => {
-  await served.close();
-  removeRoot();
-});
+const { errors } = served;
 
 // Each case starts from an empty uploads/.
 beforeEach(() => {
-  rmSync(join(root, 'uploads'), { recursive: true, force: true });
-  mkdirSync(join(root, 'uploads'));
+  rmSync(join(served.root, 'uploads'), { recursive: true, force: true });
+  mkdirSync(join(served.root, 'uploads'));
 });
 
 /** Every entry below uploads/ (folders end in `/`), sorted. */
-const disk = () => entriesUnder(join(root, 'uploads'));
+const disk = () => entriesUnder(join(served.root, 'uploads'));
 
 interface Answered {
   status: number;
@@ -99,7 +83,7 @@ const upload = (path: string, parts: readonly RawPart[]) => post(path, multipart
 
 /** The files in flight in `folder` below uploads/: written beside their targets until complete. */
 const inFlight = (folder: string) => {
-  const dir = join(root, 'uploads', folder);
+  const dir = join(served.root, 'uploads', folder);
   return existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.part')).length : 0;
 };
 
@@ -203,7 +187,7 @@ describe('the folders a failed upload made', () => {
   });
 
   it('a folder that was there before stays', async () => {
-    mkdirSync(join(root, 'uploads', 'kept'));
+    mkdirSync(join(served.root, 'uploads', 'kept'));
     const got = await post('/docs', cut('docs', 'kept/new/cut.bin'));
     expect(got).toEqual({ status: 400, disk: ['kept/'] });
   });
@@ -227,7 +211,7 @@ describe('the folders a failed upload made', () => {
 
   it('a folder made for an upload whose response is over is no longer shared: it stays, empty', async () => {
     expect((await upload('/docs', [filePart('docs', 'kept/ok.bin')])).status).toBe(201);
-    rmSync(join(root, 'uploads', 'kept', 'ok.bin')); // the handler moved it away
+    rmSync(join(served.root, 'uploads', 'kept', 'ok.bin')); // the handler moved it away
     const failed = await upload('/docs', [
       filePart('docs', 'kept/no.bin'),
       filePart('docs', '../x'),

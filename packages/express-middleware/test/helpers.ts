@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express, { type ErrorRequestHandler, type Express } from 'express';
+import { afterAll, beforeAll } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
@@ -171,3 +172,40 @@ export function countingErrorHandler(): { handler: ErrorRequestHandler; calls: u
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `appPerFile`'s app: its temp root, its port and its error handler's calls, once `beforeAll` ran. */
+export interface FileApp {
+  readonly root: string;
+  readonly port: number;
+  readonly errors: ReturnType<typeof countingErrorHandler>;
+}
+
+/**
+ * One Express app for a whole test file, on a fresh temp root: built before
+ * its tests (a counting error handler last), closed and removed after them.
+ */
+export function appPerFile(build: (root: string, app: Express) => void): FileApp {
+  const errors = countingErrorHandler();
+  let dir: { root: string; remove: () => void } | undefined;
+  let served: Served | undefined;
+  beforeAll(async () => {
+    dir = tempRoot();
+    const app = express();
+    build(dir.root, app);
+    app.use(errors.handler);
+    served = await serve(app);
+  });
+  afterAll(async () => {
+    await served?.close();
+    dir?.remove();
+  });
+  return {
+    errors,
+    get root() {
+      return (dir as { root: string }).root;
+    },
+    get port() {
+      return (served as Served).port;
+    },
+  };
+}

@@ -2,22 +2,19 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import net from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import express from 'express';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type express from 'express';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exchangeRaw, type RawResponse, rawRequest } from '../../../test/raw-http.js';
 import { pathgate } from '../src/index.js';
 import {
+  appPerFile,
   BOUNDARY,
-  countingErrorHandler,
   entriesUnder,
   filePart,
   MULTIPART,
   multipart,
   type RawPart,
-  type Served,
-  serve,
   sleep,
-  tempRoot,
 } from './helpers.js';
 
 // Hand-written part headers and cut connections, sent as raw bytes to a real
@@ -25,16 +22,9 @@ import {
 // request leaves nothing of its files on disk as its answer arrives, and a
 // cut one leaves nothing once the server is done with it.
 
-let root: string;
-let removeRoot: () => void;
-let served: Served;
-const errors = countingErrorHandler();
-
-beforeAll(async () => {
-  ({ root, remove: removeRoot } = tempRoot());
+const served = appPerFile((root, app) => {
   const gate = pathgate({ root, fs: ['rw:uploads/**'] });
   const up = gate.multer();
-  const app = express();
   const answer: express.RequestHandler = (req, res) =>
     res.json({
       files: [req.file ?? req.files].flat().map((file) => file?.pathgatePath?.slice(root.length)),
@@ -54,23 +44,18 @@ beforeAll(async () => {
     gate.multer({ ...small, storage: gate.diskStorage({ overwrite: true }) }).array('docs'),
     answer,
   );
-  app.use(errors.handler);
-  served = await serve(app);
 });
+const { errors } = served;
 
-afterAll(async () => {
-  await served.close();
-  removeRoot();
-});
-
-const uploads = () => join(root, 'uploads');
+const uploads = () => join(served.root, 'uploads');
 
 beforeEach(() => {
   mkdirSync(uploads(), { recursive: true });
   writeFileSync(join(uploads(), 'old.txt'), 'OLD');
 });
 afterEach(() => {
-  for (const name of readdirSync(root)) rmSync(join(root, name), { recursive: true, force: true });
+  for (const name of readdirSync(served.root))
+    rmSync(join(served.root, name), { recursive: true, force: true });
 });
 
 /** Everything below `uploads/` but the seeded old.txt, which is read back. */
@@ -93,7 +78,7 @@ async function post(path: string, parts: readonly RawPart[]) {
     { expect: 1 },
   );
   const { status, json, text } = responses[0] as RawResponse;
-  expect(text).not.toContain(root); // nor in a deny or an error
+  expect(text).not.toContain(served.root); // nor in a deny or an error
   return { status, json, ...disk() };
 }
 
@@ -324,7 +309,9 @@ describe('a later part denied while a whole file waits for its store', () => {
 
 describe('the replacing storage on a request whose body was cut', () => {
   it('a whole file is not renamed over the old one; with the body whole, it is', async () => {
-    const storage = pathgate({ root, fs: ['rw:uploads/**'] }).diskStorage({ overwrite: true });
+    const storage = pathgate({ root: served.root, fs: ['rw:uploads/**'] }).diskStorage({
+      overwrite: true,
+    });
     const store = (readableAborted: boolean) => {
       const stream = new PassThrough();
       stream.end('new');
