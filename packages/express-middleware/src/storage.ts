@@ -141,12 +141,15 @@ async function writeNew(file: File, { path, handle }: Created): Promise<number> 
   return out.bytesWritten;
 }
 
+/** For `.catch`: a missing file is `undefined`, any other error is thrown on. */
+function ifMissing(error: NodeJS.ErrnoException): undefined {
+  if (error.code === 'ENOENT') return undefined;
+  throw error;
+}
+
 /** What is at `path`, not following a link; `undefined` when nothing is. */
 function lstatIfAny(path: string): Promise<Stats | undefined> {
-  return lstat(path).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
+  return lstat(path).catch(ifMissing);
 }
 
 /**
@@ -188,6 +191,35 @@ async function createFor(target: string, overwrite: boolean): Promise<Created> {
 const failed = (req: Request) => req.readableAborted || uploadOf(req)?.settled === true;
 
 /**
+ * Which file is at `path`: its inode, and its birth time, as a deleted
+ * file's inode number is soon given to a new one; `undefined` when none is.
+ */
+async function identityAt(path: string): Promise<string | undefined> {
+  const stat = await lstat(path, { bigint: true }).catch(ifMissing);
+  return stat && `${stat.dev}:${stat.ino}:${stat.birthtimeNs}`;
+}
+
+/** The file each request stored at each of its targets: the one its removal may unlink. */
+const storedBy = new WeakMap<Request, Map<string, string | undefined>>();
+
+function remember(req: Request, target: string, identity: string | undefined): void {
+  const targets = storedBy.get(req) ?? new Map<string, string | undefined>();
+  storedBy.set(req, targets);
+  targets.set(target, identity);
+}
+
+/**
+ * Unlinks the file the request stored at `path`, unless the name holds
+ * another by now: one another request stored there once this one's was
+ * replaced (overwrite) or deleted by the app, whose 201 must stay true.
+ */
+async function removeStored(req: Request, path: string): Promise<void> {
+  const ours = storedBy.get(req)?.get(path);
+  if (ours !== undefined && (await identityAt(path)) !== ours) return;
+  await unlink(path).catch(ifMissing);
+}
+
+/**
  * Stores the stream at `target`: written beside it, then renamed over it
  * (`overwrite`) or linked to its name (never replacing a file there: a 409)
  * once complete, so a cut-off, refused or failed upload leaves the target
@@ -198,8 +230,11 @@ async function place(req: Request, file: File, target: string, temp: Created, ov
   try {
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
+    const identity = await identityAt(temp.path);
+    // Checked last, right before the name is given: no await between the two.
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
     await (overwrite ? rename(temp.path, target) : link(temp.path, target));
+    remember(req, target, identity);
   } catch (error) {
     await unlink(temp.path).catch(() => {});
     throw error;
@@ -317,10 +352,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       for (const key of ['destination', 'filename', 'path'] as const)
         delete (file as Partial<File>)[key];
       if (!path) return callback(null);
-      unlink(path)
-        .catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== 'ENOENT') throw error;
-        })
+      removeStored(req, path)
         .then(() => removeEmptyFolders(foldersHeldBy(req)))
         .then(() => callback(null), callback);
     },

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import {
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -7,6 +8,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import type express from 'express';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { pathgate } from '../src/index.js';
-import { appPerFile, filePart, MULTIPART, multipart, upload } from './helpers.js';
+import { appPerFile, BOUNDARY, filePart, MULTIPART, multipart, upload } from './helpers.js';
 
 // The safe disk storage writes each file to a `.pathgate-<uuid>.part` beside
 // its target and links (or, with overwrite, renames) it in once whole. These
@@ -119,6 +121,25 @@ describe('something appears at the target while the file is written', () => {
     upload.finish();
     expect((await upload.answer).status).toBe(409);
     expect(look()).toEqual(before);
+    expect(temporaries()).toEqual([]);
+  });
+});
+
+describe("a later part denied after the first file got its name, which another request's file has since", () => {
+  // A: its first file whole, then a part denied. Between the two, the name is
+  // given to B's file: with overwrite by B's rename over it, without after
+  // the app deleted A's file (a DELETE route, say).
+  it.each(['/link', '/replace'])("%s: A's 403 removes its own file, never B's", async (route) => {
+    const body = multipart([filePart('docs', 'mine.txt', 'A'), filePart('docs', '../out.txt')]);
+    const second = body.indexOf(`--${BOUNDARY}\r\n`, 1) + `--${BOUNDARY}\r\n`.length;
+    const a = begin(route, body, second);
+    await vi.waitFor(() => expect(existsSync(join(uploads(), 'mine.txt'))).toBe(true));
+    if (route === '/link') unlinkSync(join(uploads(), 'mine.txt'));
+    const b = await upload(served.port, route, [filePart('docs', 'mine.txt', 'B')]);
+    expect(b.status).toBe(201);
+    a.finish();
+    expect((await a.answer).status).toBe(403);
+    expect(read('mine.txt')).toBe('B');
     expect(temporaries()).toEqual([]);
   });
 });
