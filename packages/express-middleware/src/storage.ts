@@ -231,6 +231,8 @@ async function place(req: Request, file: File, target: string, temp: Created, ov
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
     const identity = await identityAt(temp.path);
+    // Checked again: a symlink, FIFO or hard link made there while the body arrived stays too.
+    if (overwrite) await checkReplaceable(target);
     // Checked last, right before the name is given: no await between the two.
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
     await (overwrite ? rename(temp.path, target) : link(temp.path, target));

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
+  linkSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -120,6 +121,43 @@ describe('something appears at the target while the file is written', () => {
     const before = look();
     upload.finish();
     expect((await upload.answer).status).toBe(409);
+    expect(look()).toEqual(before);
+    expect(temporaries()).toEqual([]);
+  });
+});
+
+describe('with overwrite, something not replaceable appears at the target while the file is written', () => {
+  it.each([
+    [
+      'a symlink',
+      'PATHGATE_SYMLINK',
+      (path: string) => symlinkSync('elsewhere', path),
+      () => readlinkSync(join(uploads(), 'late.txt')),
+    ],
+    [
+      'a FIFO',
+      'PATHGATE_NOT_A_FILE',
+      (path: string) => execFileSync('mkfifo', [path]),
+      () => statSync(join(uploads(), 'late.txt')).isFIFO(),
+    ],
+    [
+      'a hard link',
+      'PATHGATE_NOT_A_FILE',
+      (path: string) => {
+        writeFileSync(join(uploads(), 'other.txt'), 'OTHER');
+        linkSync(join(uploads(), 'other.txt'), path);
+      },
+      () => read('late.txt'),
+    ],
+  ])('%s: %s, as before the first byte, and it is left as it was', async (_, code, make, look) => {
+    const body = multipart([filePart('docs', 'late.txt', 'x'.repeat(100_000))]);
+    const upload = begin('/replace', body, 300);
+    await vi.waitFor(() => expect(temporaries()).toHaveLength(1));
+    make(join(uploads(), 'late.txt'));
+    const before = look();
+    upload.finish();
+    const { status, text } = await upload.answer;
+    expect({ status, code: JSON.parse(text).code }).toEqual({ status: 403, code });
     expect(look()).toEqual(before);
     expect(temporaries()).toEqual([]);
   });
