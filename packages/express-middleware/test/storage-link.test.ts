@@ -50,7 +50,7 @@ afterEach(() => rmSync(uploads(), { recursive: true, force: true }));
 const temporaries = () => readdirSync(uploads()).filter((name) => name.endsWith('.part'));
 const read = (name: string) => readFileSync(join(uploads(), name), 'utf8');
 
-/** Sends `body` up to `upTo` bytes; `finish` sends the rest. The answer's body is parsed as JSON. */
+/** Sends `body` up to `upTo` bytes; `finish` sends the rest. */
 function begin(path: string, body: Buffer, upTo: number) {
   const req = http.request({
     host: '127.0.0.1',
@@ -95,72 +95,72 @@ describe('many uploads of one name at once', () => {
   });
 });
 
+const late = () => join(uploads(), 'late.txt');
+
+/** A thing made at the target mid-upload, and how to see it is left as it was. */
+interface Thing {
+  make(): unknown;
+  look(): unknown;
+}
+
+const FILE: Thing = { make: () => writeFileSync(late(), 'OTHER'), look: () => read('late.txt') };
+const FOLDER: Thing = { make: () => mkdirSync(late()), look: () => statSync(late()).isDirectory() };
+const SYMLINK: Thing = {
+  make: () => symlinkSync('elsewhere', late()),
+  look: () => readlinkSync(late()),
+};
+const FIFO: Thing = {
+  make: () => execFileSync('mkfifo', [late()]),
+  look: () => statSync(late()).isFIFO(),
+};
+const HARD_LINK: Thing = {
+  make() {
+    writeFileSync(join(uploads(), 'other.txt'), 'OTHER');
+    linkSync(join(uploads(), 'other.txt'), late());
+  },
+  look: () => read('late.txt'),
+};
+
+/**
+ * Uploads late.txt and makes `thing` there once its temporary file is
+ * open; the answer's status and code, once the thing is seen as it was and
+ * no temporary file is left.
+ */
+async function appearsMidUpload(route: string, thing: Thing) {
+  const upload = begin(route, multipart([filePart('docs', 'late.txt', 'x'.repeat(100_000))]), 300);
+  await vi.waitFor(() => expect(temporaries()).toHaveLength(1));
+  thing.make();
+  const before = thing.look();
+  upload.finish();
+  const { status, text } = await upload.answer;
+  expect(thing.look()).toEqual(before);
+  expect(temporaries()).toEqual([]);
+  return { status, code: JSON.parse(text).code };
+}
+
 describe('something appears at the target while the file is written', () => {
   it.each([
-    ['a file', (path: string) => writeFileSync(path, 'OTHER'), () => read('late.txt')],
-    [
-      'a folder',
-      (path: string) => mkdirSync(path),
-      () => statSync(join(uploads(), 'late.txt')).isDirectory(),
-    ],
-    [
-      'a symlink',
-      (path: string) => symlinkSync('elsewhere', path),
-      () => readlinkSync(join(uploads(), 'late.txt')),
-    ],
-    [
-      'a FIFO',
-      (path: string) => execFileSync('mkfifo', [path]),
-      () => statSync(join(uploads(), 'late.txt')).isFIFO(),
-    ],
-  ])('%s: 409, and it is left as it was', async (_, make, look) => {
-    const body = multipart([filePart('docs', 'late.txt', 'x'.repeat(100_000))]);
-    const upload = begin('/link', body, 300);
-    await vi.waitFor(() => expect(temporaries()).toHaveLength(1));
-    make(join(uploads(), 'late.txt'));
-    const before = look();
-    upload.finish();
-    expect((await upload.answer).status).toBe(409);
-    expect(look()).toEqual(before);
-    expect(temporaries()).toEqual([]);
+    ['a file', FILE],
+    ['a folder', FOLDER],
+    ['a symlink', SYMLINK],
+    ['a FIFO', FIFO],
+  ])('%s: 409, and it is left as it was', async (_, thing) => {
+    expect(await appearsMidUpload('/link', thing)).toEqual({
+      status: 409,
+      code: 'PATHGATE_EXISTS',
+    });
   });
-});
 
-describe('with overwrite, something not replaceable appears at the target while the file is written', () => {
   it.each([
-    [
-      'a symlink',
-      'PATHGATE_SYMLINK',
-      (path: string) => symlinkSync('elsewhere', path),
-      () => readlinkSync(join(uploads(), 'late.txt')),
-    ],
-    [
-      'a FIFO',
-      'PATHGATE_NOT_A_FILE',
-      (path: string) => execFileSync('mkfifo', [path]),
-      () => statSync(join(uploads(), 'late.txt')).isFIFO(),
-    ],
-    [
-      'a hard link',
-      'PATHGATE_NOT_A_FILE',
-      (path: string) => {
-        writeFileSync(join(uploads(), 'other.txt'), 'OTHER');
-        linkSync(join(uploads(), 'other.txt'), path);
-      },
-      () => read('late.txt'),
-    ],
-  ])('%s: %s, as before the first byte, and it is left as it was', async (_, code, make, look) => {
-    const body = multipart([filePart('docs', 'late.txt', 'x'.repeat(100_000))]);
-    const upload = begin('/replace', body, 300);
-    await vi.waitFor(() => expect(temporaries()).toHaveLength(1));
-    make(join(uploads(), 'late.txt'));
-    const before = look();
-    upload.finish();
-    const { status, text } = await upload.answer;
-    expect({ status, code: JSON.parse(text).code }).toEqual({ status: 403, code });
-    expect(look()).toEqual(before);
-    expect(temporaries()).toEqual([]);
-  });
+    ['a symlink', SYMLINK, 'PATHGATE_SYMLINK'],
+    ['a FIFO', FIFO, 'PATHGATE_NOT_A_FILE'],
+    ['a hard link', HARD_LINK, 'PATHGATE_NOT_A_FILE'],
+  ])(
+    'with overwrite, %s: 403 %s as before the first byte, and it is left as it was',
+    async (_, thing, code) => {
+      expect(await appearsMidUpload('/replace', thing)).toEqual({ status: 403, code });
+    },
+  );
 });
 
 describe("a later part denied after the first file got its name, which another request's file has since", () => {
