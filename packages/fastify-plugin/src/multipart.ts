@@ -252,9 +252,11 @@ export function guardMultipart(
   const { parts, files, file, saveRequestFiles } = methods;
   if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
   const checks = new PartChecks(request, reply, state, settings);
-  /** `saveRequestFiles()` is reading through `parts()`. */
+  /** `saveRequestFiles()` is making its own `parts()` iteration. */
   let saving = false;
-  methods.parts = async function* pathgateParts(options) {
+  // A flag per iteration: a parts() loop of the handler's own that runs while
+  // saveRequestFiles() does must throw its deny, not just end.
+  const guardedParts = async function* (options: unknown, forSave: boolean) {
     checks.sticky();
     try {
       for await (const part of clientErrors(parts.call(request, options))) {
@@ -264,12 +266,15 @@ export function guardMultipart(
       }
       checks.end();
     } catch (error) {
-      if (!saving || !(error instanceof PathgateDeniedError)) throw error;
+      if (!forSave || !(error instanceof PathgateDeniedError)) throw error;
       // Out of its loop, multipart would log the deny at `error` and remove
       // the spool (again after its onResponse hook): the loop ends instead,
       // the spool is taken now, and its wrapper throws the deny.
       await removeSpooled(request);
     }
+  };
+  methods.parts = function pathgateParts(options) {
+    return guardedParts(options, saving);
   };
   if (typeof files === 'function') {
     methods.files = async function* pathgateFiles(options) {
@@ -296,10 +301,15 @@ export function guardMultipart(
   if (typeof saveRequestFiles === 'function') {
     methods.saveRequestFiles = async function pathgateSaveRequestFiles(options) {
       checks.sticky();
+      // multipart calls parts() in its first, synchronous step.
       saving = true;
-      const result = await saveRequestFiles.call(request, options).finally(() => {
+      let saved: Promise<{ files: Part[] }>;
+      try {
+        saved = saveRequestFiles.call(request, options);
+      } finally {
         saving = false;
-      });
+      }
+      const result = await saved;
       await checks.saved(result.files);
       return result;
     };

@@ -165,3 +165,24 @@ describe('after an onDeny answered, what is still logged', () => {
     expect(s.errors).toEqual(['Promise errored, but reply.sent = true was set']);
   });
 });
+
+describe('saveRequestFiles() while the handler runs a parts() loop of its own', () => {
+  it.each([
+    ['enforced', false, { status: 403, json: denied('file *', 'path-not-in-allowlist') }],
+    ['report-only, answered', true, ANSWER],
+  ])('%s: that loop throws the deny too, it never just ends', async (_m, reportOnly, answer) => {
+    let settled: string[] = [];
+    const both: Consume = async (request, spool) => {
+      const results = await Promise.allSettled([save(request, spool), parts(request, spool)]);
+      settled = results.map((r) => r.status);
+      for (const r of results) if (r.status === 'rejected') throw r.reason;
+    };
+    const s = await serve({ reportOnly, consume: both, allowedFirst: true, answers: reportOnly });
+    expect(s.res).toMatchObject(answer);
+    expect({ settled, reached: s.reached, spooled: s.spooled }).toEqual({
+      settled: ['rejected', 'rejected'],
+      reached: ['finally'],
+      spooled: [],
+    });
+  });
+});
