@@ -33,6 +33,38 @@ function closeIfBodyPending(
   if (lingerClose(request.raw, settings.linger)) reply.header('connection', 'close');
 }
 
+/** Replies an `onDeny` answered itself (`answered`). */
+const answeredByHost = new WeakSet<FastifyReply>();
+
+/**
+ * The request was answered: sent, or by an `onDeny` whose answer an async
+ * `onSend` hook still holds back (`reply.sent` is false until it leaves).
+ */
+export function answered(reply: FastifyReply): boolean {
+  return reply.sent || answeredByHost.has(reply);
+}
+
+/** Calls `onDeny`, noting whether it sent an answer (through `send`, which `redirect` calls too). */
+function callOnDeny(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  denial: PathDenial,
+  settings: PathgateSettings,
+): unknown {
+  const { onDeny } = settings;
+  if (onDeny === undefined) return undefined;
+  const { send } = reply;
+  reply.send = function pathgateWatchedSend(this: FastifyReply, payload?: unknown) {
+    answeredByHost.add(reply);
+    return send.call(this, payload);
+  };
+  try {
+    return onDeny(denial, request, reply);
+  } finally {
+    reply.send = send;
+  }
+}
+
 /**
  * What every deny does before its 403: the host's `onDeny`, the log line and
  * the connection. Returns the body to send, or undefined in report-only
@@ -45,7 +77,7 @@ export function refuse(
   settings: PathgateSettings,
 ): object | undefined {
   const shaped = hookBody(
-    () => settings.onDeny?.(denial, request, reply),
+    () => callOnDeny(request, reply, denial, settings),
     (error) => request.log.error({ err: error }, 'pathgate: onDeny failed'),
     reply,
   );
@@ -71,10 +103,10 @@ export function sendDenial(
 ): boolean {
   const body = refuse(request, reply, denial, settings);
   // Report-only: the request goes on, unless the app's onDeny answered it itself.
-  if (body === undefined) return reply.sent;
+  if (body === undefined) return answered(reply);
   const answer = () => {
     // Serialized here: a route's response schema must not drop `reason`.
-    if (!reply.sent) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
+    if (!answered(reply)) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
   };
   const removal = removeSpooled(request);
   if (removal === undefined) answer();

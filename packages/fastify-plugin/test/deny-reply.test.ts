@@ -20,12 +20,14 @@ interface LogLine {
   pathgate?: Record<string, string>;
 }
 
-async function serve(options: Partial<PathgateOptions> = {}) {
+/** `asyncOnSend`: the app has an async onSend hook, which holds every answer back a tick. */
+async function serve(options: Partial<PathgateOptions> = {}, asyncOnSend = false) {
   const root = sandbox();
   const lines: LogLine[] = [];
   const app = newApp({
     logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
   });
+  if (asyncOnSend) app.addHook('onSend', async (_request, _reply, payload) => payload);
   await app.register(pathgate, {
     root,
     fs: ['./public/**', 'rw:./uploads/*.png'],
@@ -196,18 +198,27 @@ describe('onDeny', () => {
     }
   });
 
-  it('one that answers itself (`return reply.code(451).send(…)`): its answer alone, no handler', async () => {
-    const s = await serve({ onDeny: (_denial, _req, reply) => reply.code(451).send({ mine: 1 }) });
-    const answers = [
-      await request(s.port, { path: '/files/..%2Fx' }),
-      await postJson(s.port, '/move', { to: 'public/x' }),
-      await postMultipart(s.port, '/up/..%2F..', [{ disposition: 'name="a"', data: 'x' }]),
-    ];
-    expect(answers.map((res) => [res.status, res.json])).toEqual(Array(3).fill([451, { mine: 1 }]));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(s.lines.filter((l) => l.level >= 50)).toEqual([]);
-    expect(s.logged()).toHaveLength(3);
-  });
+  it.each([
+    ['', false],
+    [', under an async onSend hook', true],
+  ])(
+    'one that answers itself (`return reply.code(451).send(…)`)%s: its answer alone, no handler',
+    async (_name, asyncOnSend) => {
+      const onDeny: DenyHandler = (_denial, _req, reply) => reply.code(451).send({ mine: 1 });
+      const s = await serve({ onDeny }, asyncOnSend);
+      const answers = [
+        await request(s.port, { path: '/files/..%2Fx' }),
+        await postJson(s.port, '/move', { to: 'public/x' }),
+        await postMultipart(s.port, '/up/..%2F..', [{ disposition: 'name="a"', data: 'x' }]),
+      ];
+      expect(answers.map((res) => [res.status, res.json])).toEqual(
+        Array(3).fill([451, { mine: 1 }]),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(s.lines.filter((l) => l.level >= 40)).toEqual([]);
+      expect(s.logged()).toHaveLength(3);
+    },
+  );
 
   it('returning nothing keeps the default body', async () => {
     let count = 0;

@@ -280,7 +280,8 @@ describe('report-only', () => {
 });
 
 describe('report-only, an onDeny that answers the request itself', () => {
-  async function serveAnswering(preHandler: boolean) {
+  /** `asyncOnSend`: an app onSend hook that is async holds the answer back a tick. */
+  async function serveAnswering(preHandler: boolean, asyncOnSend: boolean) {
     const root = sandbox();
     const lines: LogLine[] = [];
     let onDenyCalls = 0;
@@ -288,6 +289,7 @@ describe('report-only, an onDeny that answers the request itself', () => {
     const app = newApp({
       logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
     });
+    if (asyncOnSend) app.addHook('onSend', async (_request, _reply, payload) => payload);
     await app.register(pathgate, {
       root,
       fs: ['rw:./uploads/**'],
@@ -315,13 +317,18 @@ describe('report-only, an onDeny that answers the request itself', () => {
   }
 
   it.each([
-    ['checked in the guarded handler', false],
-    ['checked in a preHandler hook', true],
-  ])('%s: its answer ends the request, once: no handler, no second onDeny', async (_name, hook) => {
-    const s = await serveAnswering(hook);
-    const res = await postJson(s.port, '/move', { from: '../a', to: '../b' });
-    expect(res.status).toBe(451);
-    expect({ handler: s.calls(), onDeny: s.onDenyCalls() }).toEqual({ handler: 0, onDeny: 1 });
-    expect(s.lines.filter((l) => /already sent/i.test(l.msg))).toEqual([]);
-  });
+    ['checked in the guarded handler', false, false],
+    ['checked in a preHandler hook', true, false],
+    ['checked in the guarded handler, under an async onSend hook', false, true],
+    ['checked in a preHandler hook, under an async onSend hook', true, true],
+  ])(
+    '%s: its answer ends the request, once: no handler, no second onDeny',
+    async (_name, hook, asyncOnSend) => {
+      const s = await serveAnswering(hook, asyncOnSend);
+      const res = await postJson(s.port, '/move', { from: '../a', to: '../b' });
+      expect(res.status).toBe(451);
+      expect({ handler: s.calls(), onDeny: s.onDenyCalls() }).toEqual({ handler: 0, onDeny: 1 });
+      expect(s.lines.filter((l) => /already sent/i.test(l.msg))).toEqual([]);
+    },
+  );
 });
