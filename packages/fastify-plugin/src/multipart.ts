@@ -2,7 +2,7 @@ import { type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
-import { refuse } from './reply.js';
+import { answered, refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
@@ -217,13 +217,13 @@ class PartChecks {
   }
 
   private deny(denial: PathDenial, part?: Part): void {
-    const sentBefore = this.reply.sent;
+    const sentBefore = answered(this.reply);
     const body = refuse(this.request, this.reply, denial, this.settings);
     // Report-only: the part goes on, without a pathgatePath, unless the app's
     // onDeny answered the request itself: then no one is left to take it or a
     // later part, so it is refused as if enforced (saveRequestFiles() removes
     // what it spooled), under that answer.
-    if (body === undefined && (sentBefore || !this.reply.sent)) return;
+    if (body === undefined && (sentBefore || !answered(this.reply))) return;
     if (part) {
       forgetPart(part);
       // Unread, not resumed: multipart unpipes the request and ends the iteration.
@@ -233,6 +233,19 @@ class PartChecks {
     this.state.thrownBody = body;
     throw new PathgateDeniedError(denial);
   }
+}
+
+/**
+ * Throws `error`; a deny, once the answer `onDeny` sent itself has left: an
+ * async `onSend` hook holds it back with `reply.sent` still false, and
+ * Fastify would answer a deny thrown before with its error handler too,
+ * over the app's status.
+ */
+async function throwAfterAnswer(reply: FastifyReply, error: unknown): Promise<never> {
+  if (error instanceof PathgateDeniedError && !reply.sent && answered(reply)) {
+    await new Promise<void>((left) => reply.then(left, () => left()));
+  }
+  throw error;
 }
 
 /**
@@ -257,8 +270,8 @@ export function guardMultipart(
   // A flag per iteration: a parts() loop of the handler's own that runs while
   // saveRequestFiles() does must throw its deny, not just end.
   const guardedParts = async function* (options: unknown, forSave: boolean) {
-    checks.sticky();
     try {
+      checks.sticky();
       for await (const part of clientErrors(parts.call(request, options))) {
         if (part.type === 'field') checks.field(part);
         else if (!checks.file(part)) continue;
@@ -266,7 +279,7 @@ export function guardMultipart(
       }
       checks.end();
     } catch (error) {
-      if (!forSave || !(error instanceof PathgateDeniedError)) throw error;
+      if (!forSave || !(error instanceof PathgateDeniedError)) await throwAfterAnswer(reply, error);
       // Out of its loop, multipart would log the deny at `error` and remove
       // the spool (again after its onResponse hook): the loop ends instead,
       // the spool is taken now, and its wrapper throws the deny.
@@ -278,16 +291,20 @@ export function guardMultipart(
   };
   if (typeof files === 'function') {
     methods.files = async function* pathgateFiles(options) {
-      checks.sticky();
-      for await (const part of clientErrors(files.call(request, options))) {
-        if (checks.file(part)) yield part;
+      try {
+        checks.sticky();
+        for await (const part of clientErrors(files.call(request, options))) {
+          if (checks.file(part)) yield part;
+        }
+        checks.end();
+      } catch (error) {
+        await throwAfterAnswer(reply, error);
       }
-      checks.end();
     };
   }
   if (typeof file === 'function') {
     // Only the first file: the rest of the body is never parsed.
-    methods.file = async function pathgateFile(options) {
+    const firstFile = async (options: unknown) => {
       checks.sticky();
       const part = await file.call(request, options).catch((error) => {
         throw withClientStatus(error);
@@ -297,9 +314,12 @@ export function guardMultipart(
       checks.end();
       return undefined;
     };
+    methods.file = function pathgateFile(options) {
+      return firstFile(options).catch((error) => throwAfterAnswer(reply, error));
+    };
   }
   if (typeof saveRequestFiles === 'function') {
-    methods.saveRequestFiles = async function pathgateSaveRequestFiles(options) {
+    const save = async (options: unknown) => {
       checks.sticky();
       // multipart calls parts() in its first, synchronous step.
       saving = true;
@@ -312,6 +332,9 @@ export function guardMultipart(
       const result = await saved;
       await checks.saved(result.files);
       return result;
+    };
+    methods.saveRequestFiles = function pathgateSaveRequestFiles(options) {
+      return save(options).catch((error) => throwAfterAnswer(reply, error));
     };
   }
 }

@@ -48,6 +48,8 @@ interface Setup {
   allowedFirst?: boolean;
   /** multipart reads the upload in its own hook (`attachFieldsToBody`). */
   attach?: boolean;
+  /** The app has an async onSend hook: an answer leaves a while after `send()`. */
+  asyncOnSend?: boolean;
 }
 
 async function serve(setup: Setup) {
@@ -68,6 +70,13 @@ async function serve(setup: Setup) {
       },
     });
   if (!routeFirst) await guard();
+  if (setup.asyncOnSend) {
+    // As one that does I/O: the answer leaves a while after send().
+    app.addHook('onSend', async (_request, _reply, payload) => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return payload;
+    });
+  }
   await app.register(multipart, { preservePath: true, attachFieldsToBody: setup.attach ?? false });
   const reached: string[] = [];
   const paths = [{ file: true, under: 'uploads' }] as const;
@@ -90,7 +99,8 @@ async function serve(setup: Setup) {
   // Fastify logs a handler's rejection once the promise settles, after the answer.
   await new Promise((resolve) => setTimeout(resolve, 20));
   const errors = lines.filter((l) => l.level >= 50).map((l) => l.msg);
-  return { res, reached, errors, spooled: filesIn(spool) };
+  const sentTwice = lines.filter((l) => /already sent/.test(l.msg)).map((l) => l.msg);
+  return { res, reached, errors, sentTwice, spooled: filesIn(spool) };
 }
 
 const ANSWER = { status: 451, json: { answered: true } };
@@ -184,5 +194,33 @@ describe('saveRequestFiles() while the handler runs a parts() loop of its own', 
       reached: ['finally'],
       spooled: [],
     });
+  });
+});
+
+// An async onSend hook holds onDeny's answer back: `reply.sent` is still
+// false when the deny is thrown, yet the request was answered.
+describe.each([
+  ['report-only', true],
+  ['enforced', false],
+])('%s, under an async onSend hook, an onDeny that answers', (_mode, reportOnly) => {
+  it.each(CONSUMERS)(
+    '%s: its answer alone, the handler stops, nothing logged',
+    async (_n, consume) => {
+      const s = await serve({ reportOnly, consume, asyncOnSend: true });
+      expect(s.res).toMatchObject(ANSWER);
+      expect(s).toMatchObject({ reached: ['finally'], errors: [], sentTwice: [] });
+    },
+  );
+
+  it('saveRequestFiles() after it spooled a file: removed, nothing logged', async () => {
+    const s = await serve({ reportOnly, consume: save, asyncOnSend: true, allowedFirst: true });
+    expect(s.res).toMatchObject(ANSWER);
+    expect(s).toMatchObject({ reached: ['finally'], errors: [], sentTwice: [], spooled: [] });
+  });
+
+  it('attachFieldsToBody: its answer alone, no handler, nothing logged', async () => {
+    const s = await serve({ reportOnly, attach: true, asyncOnSend: true, consume: async () => {} });
+    expect(s.res).toMatchObject(ANSWER);
+    expect(s).toMatchObject({ reached: [], errors: [], sentTwice: [] });
   });
 });
