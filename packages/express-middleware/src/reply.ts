@@ -57,16 +57,57 @@ function logFailed(settings: Settings, req: Request): (error: unknown) => void {
     });
 }
 
+/** Answers that leave after the call that began them: `res.download` calls `res.sendFile`. */
+const LATE_ANSWERS = ['render', 'sendFile'] as const;
+
+/**
+ * Runs `call` (the app's `onDeny`), calling `begun` if it begins an answer
+ * that leaves later: a view rendered (engines read their file on a later
+ * turn), a file sent, a stream piped in. `res.headersSent` is still false
+ * then; answering too would make that answer throw ERR_HTTP_HEADERS_SENT
+ * from its callback, which ends the process.
+ */
+function watchLateAnswers(res: Response, begun: () => void, call: () => unknown): unknown {
+  const own = LATE_ANSWERS.map((name) => Object.getOwnPropertyDescriptor(res, name));
+  for (const name of LATE_ANSWERS) {
+    const method = res[name] as (...args: unknown[]) => unknown;
+    res[name] = function pathgateWatched(this: Response, ...args: unknown[]) {
+      begun();
+      return method.apply(this, args);
+    } as never;
+  }
+  res.once('pipe', begun);
+  try {
+    return call();
+  } finally {
+    res.removeListener('pipe', begun);
+    LATE_ANSWERS.forEach((name, i) => {
+      const descriptor = own[i];
+      if (descriptor) Object.defineProperty(res, name, descriptor);
+      else delete (res as Partial<Response>)[name];
+    });
+  }
+}
+
 export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
     const { reportOnly, onDeny } = settings;
     if (!reportOnly) closeIfBodyPending(req, res, settings);
-    const shaped = hookBody(() => onDeny?.(denial, req, res), logFailed(settings, req), res);
+    let late = false;
+    const begun = () => {
+      late = true;
+    };
+    const shaped = hookBody(
+      () => onDeny && watchLateAnswers(res, begun, () => onDeny(denial, req, res)),
+      logFailed(settings, req),
+      res,
+    );
+    const answered = late || res.headersSent;
     if (reportOnly) {
       logReportOnly(settings, denial, req);
-      return !res.headersSent;
+      return !answered;
     }
-    if (res.headersSent) return false; // onDeny answered itself
+    if (answered) return false; // onDeny answered itself
     if (settings.errors === 'next') next(new PathgateDeniedError(denial));
     else res.status(403).json(shaped ?? denyBody(denial));
     return false;
