@@ -279,11 +279,10 @@ export function guardMultipart(
       }
       checks.end();
     } catch (error) {
-      if (!forSave || !(error instanceof PathgateDeniedError)) await throwAfterAnswer(reply, error);
       // Out of its loop, multipart would log the deny at `error` and remove
       // the spool (again after its onResponse hook): the loop ends instead,
-      // the spool is taken now, and its wrapper throws the deny.
-      await removeSpooled(request);
+      // and its wrapper removes the spool and throws the deny (`saved`).
+      if (!forSave || !(error instanceof PathgateDeniedError)) await throwAfterAnswer(reply, error);
     }
   };
   methods.parts = function pathgateParts(options) {
