@@ -9,6 +9,7 @@ const CORE = fileURLToPath(new URL('../packages/core', import.meta.url));
 const DIST = join(CORE, 'dist');
 
 const NAMES = [
+  'callWatching',
   'canonicalize',
   'checkFs',
   'compileRouteGuard',
@@ -106,6 +107,7 @@ describe('@pathgate/core as a built package', () => {
     expect(cjs.names).toEqual(esm.names);
     expect(cjs.kinds).toEqual(esm.kinds);
     expect(esm.kinds).toEqual({
+      callWatching: 'function',
       canonicalize: 'function',
       checkFs: 'function',
       compileRouteGuard: 'function',

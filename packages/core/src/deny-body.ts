@@ -63,3 +63,37 @@ export function hookBody(
   }
   return undefined;
 }
+
+/**
+ * Runs `call` (an `onDeny` hook) with each method `names` names on
+ * `response` wrapped to call `onCall` first, then puts them back as they
+ * were. How an adapter learns that the hook began an answer that has not
+ * left when it returns (Fastify's `send` held back by an async `onSend`
+ * hook, Express's `render` or `sendFile`): the adapter must then send none.
+ */
+export function callWatching<T>(
+  response: object,
+  names: readonly string[],
+  onCall: () => void,
+  call: () => T,
+): T {
+  const methods = response as Record<string, unknown>;
+  const own = names.map((name) => Object.getOwnPropertyDescriptor(response, name));
+  for (const name of names) {
+    const method = methods[name];
+    if (typeof method !== 'function') continue;
+    methods[name] = function watched(this: unknown, ...args: unknown[]) {
+      onCall();
+      return method.apply(this, args);
+    };
+  }
+  try {
+    return call();
+  } finally {
+    names.forEach((name, i) => {
+      const descriptor = own[i];
+      if (descriptor) Object.defineProperty(response, name, descriptor);
+      else delete methods[name];
+    });
+  }
+}

@@ -15,7 +15,7 @@ export { canonicalize } from './canonicalize.js';
 export type { CheckResult, DenyReason, FsAccessMode } from './check-fs.js';
 export { checkFs } from './check-fs.js';
 export type { DenyBody } from './deny-body.js';
-export { denyBody, hookBody } from './deny-body.js';
+export { callWatching, denyBody, hookBody } from './deny-body.js';
 export type { SandPermCode } from './errors.js';
 export { SAND_PERM_CODES, SandboxPermissionError } from './errors.js';
 export { readOwn, setOwn } from './own-key.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { denyBody, hookBody } from '../src/index.js';
+import { callWatching, denyBody, hookBody } from '../src/index.js';
 
 describe('denyBody', () => {
   it('names the spec and the reason, nothing else', () => {
@@ -139,5 +139,61 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('callWatching: whether an onDeny hook began an answer', () => {
+  class Reply {
+    sent: unknown[] = [];
+    send(payload: unknown) {
+      this.sent.push(payload);
+      return this;
+    }
+  }
+
+  it('notes each call of a watched method, which still runs with its this and arguments', () => {
+    const reply = new Reply();
+    let calls = 0;
+    const result = callWatching(
+      reply,
+      ['send', 'missing'],
+      () => calls++,
+      () => {
+        expect(reply.send('a')).toBe(reply);
+        return 'hook result';
+      },
+    );
+    expect([result, calls, reply.sent]).toEqual(['hook result', 1, ['a']]);
+  });
+
+  it('puts the methods back as they were: inherited ones inherited again, own ones as they were', () => {
+    const inherited = new Reply();
+    const own = Object.assign(new Reply(), { send: () => 'own' });
+    const ownSend = own.send;
+    for (const reply of [inherited, own])
+      callWatching(
+        reply,
+        ['send'],
+        () => {},
+        () => {},
+      );
+    expect(Object.hasOwn(inherited, 'send')).toBe(false);
+    expect(own.send).toBe(ownSend);
+  });
+
+  it('notes nothing when no watched method is called, and restores after a throw', () => {
+    const reply = new Reply();
+    let calls = 0;
+    expect(() =>
+      callWatching(
+        reply,
+        ['send'],
+        () => calls++,
+        () => {
+          throw new Error('hook failed');
+        },
+      ),
+    ).toThrow('hook failed');
+    expect([calls, Object.hasOwn(reply, 'send')]).toEqual([0, false]);
   });
 });

@@ -1,4 +1,4 @@
-import { denyBody, hookBody, type PathDenial } from '@pathgate/core';
+import { callWatching, denyBody, hookBody, type PathDenial } from '@pathgate/core';
 import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
@@ -68,24 +68,11 @@ const LATE_ANSWERS = ['render', 'sendFile'] as const;
  * from its callback, which ends the process.
  */
 function watchLateAnswers(res: Response, begun: () => void, call: () => unknown): unknown {
-  const own = LATE_ANSWERS.map((name) => Object.getOwnPropertyDescriptor(res, name));
-  for (const name of LATE_ANSWERS) {
-    const method = res[name] as (...args: unknown[]) => unknown;
-    res[name] = function pathgateWatched(this: Response, ...args: unknown[]) {
-      begun();
-      return method.apply(this, args);
-    } as never;
-  }
   res.once('pipe', begun);
   try {
-    return call();
+    return callWatching(res, LATE_ANSWERS, begun, call);
   } finally {
     res.removeListener('pipe', begun);
-    LATE_ANSWERS.forEach((name, i) => {
-      const descriptor = own[i];
-      if (descriptor) Object.defineProperty(res, name, descriptor);
-      else delete (res as Partial<Response>)[name];
-    });
   }
 }
 

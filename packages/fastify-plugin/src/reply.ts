@@ -1,4 +1,4 @@
-import { denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
+import { callWatching, denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
 import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
@@ -44,6 +44,9 @@ export function answered(reply: FastifyReply): boolean {
   return reply.sent || answeredByHost.has(reply);
 }
 
+/** The method every answer of a Fastify reply goes through. */
+const SEND = ['send'];
+
 /** Calls `onDeny`, noting whether it sent an answer (through `send`, which `redirect` calls too). */
 function callOnDeny(
   request: FastifyRequest,
@@ -53,16 +56,8 @@ function callOnDeny(
 ): unknown {
   const { onDeny } = settings;
   if (onDeny === undefined) return undefined;
-  const { send } = reply;
-  reply.send = function pathgateWatchedSend(this: FastifyReply, payload?: unknown) {
-    answeredByHost.add(reply);
-    return send.call(this, payload);
-  };
-  try {
-    return onDeny(denial, request, reply);
-  } finally {
-    reply.send = send;
-  }
+  const sent = () => answeredByHost.add(reply);
+  return callWatching(reply, SEND, sent, () => onDeny(denial, request, reply));
 }
 
 /**
