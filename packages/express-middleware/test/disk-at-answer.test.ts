@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import { dirname, join } from 'node:path';
 import type express from 'express';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -11,8 +10,8 @@ import {
   entriesUnder,
   fieldPart,
   filePart,
-  MULTIPART,
   multipart,
+  multipartPost,
   type RawPart,
   sleep,
 } from './helpers.js';
@@ -53,14 +52,7 @@ interface Answered {
 
 /** Begins a multipart/form-data POST of `length` bytes; its answer reads the disk as it arrives. */
 function begin(path: string, length: number) {
-  const req = http.request({
-    host: '127.0.0.1',
-    port: served.port,
-    method: 'POST',
-    path,
-    agent: false,
-    headers: { 'content-type': MULTIPART, 'content-length': length },
-  });
+  const req = multipartPost(served.port, path, length);
   const answer = new Promise<Answered>((resolve, reject) => {
     req.on('response', (res) => {
       const answered = { status: res.statusCode ?? 0, disk: disk() };

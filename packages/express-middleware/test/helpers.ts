@@ -110,6 +110,18 @@ export function request(
 export const BOUNDARY = '----pathgateBoundary7MA4YWxk';
 export const MULTIPART = `multipart/form-data; boundary=${BOUNDARY}`;
 
+/** A multipart POST of `length` bytes to 127.0.0.1, its own connection; the caller writes the body. */
+export function multipartPost(port: number, path: string, length: number): http.ClientRequest {
+  return http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: { 'content-type': MULTIPART, 'content-length': length },
+  });
+}
+
 /** One part: its raw header lines (bytes, so latin1, UTF-8 and NUL can be sent as they are) and body. */
 export interface RawPart {
   headers: Buffer | string;

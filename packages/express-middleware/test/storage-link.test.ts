@@ -12,12 +12,11 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import http from 'node:http';
 import { join } from 'node:path';
 import type express from 'express';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { pathgate } from '../src/index.js';
-import { appPerFile, BOUNDARY, filePart, MULTIPART, multipart, upload } from './helpers.js';
+import { appPerFile, BOUNDARY, filePart, multipart, multipartPost, upload } from './helpers.js';
 
 // The safe disk storage writes each file to a `.pathgate-<uuid>.part` beside
 // its target and links (or, with overwrite, renames) it in once whole. These
@@ -52,14 +51,7 @@ const read = (name: string) => readFileSync(join(uploads(), name), 'utf8');
 
 /** Sends `body` up to `upTo` bytes; `finish` sends the rest. */
 function begin(path: string, body: Buffer, upTo: number) {
-  const req = http.request({
-    host: '127.0.0.1',
-    port: served.port,
-    method: 'POST',
-    path,
-    agent: false,
-    headers: { 'content-type': MULTIPART, 'content-length': body.length },
-  });
+  const req = multipartPost(served.port, path, body.length);
   const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';

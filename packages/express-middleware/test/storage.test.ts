@@ -10,7 +10,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -30,6 +29,7 @@ import {
   filePart,
   filesUnder,
   MULTIPART,
+  multipartPost,
   type RawPart,
   serve,
   tempRoot,
@@ -544,14 +544,7 @@ describe('removing stored files when the request fails later', () => {
  * `bytes` of it; the test hangs up with `req.destroy()`.
  */
 function beginUpload(port: number, path: string, filename: string, bytes: number) {
-  const req = http.request({
-    host: '127.0.0.1',
-    port,
-    method: 'POST',
-    path,
-    agent: false,
-    headers: { 'content-type': MULTIPART, 'content-length': 10 * 1024 * 1024 },
-  });
+  const req = multipartPost(port, path, 10 * 1024 * 1024);
   req.on('error', () => {}); // the hang-up the test causes
   req.write(
     `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="${filename}"\r\n\r\n`,

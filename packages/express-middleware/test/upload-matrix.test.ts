@@ -15,6 +15,7 @@ import {
   filePart,
   MULTIPART,
   multipart,
+  multipartPost,
   type RawPart,
   type Served,
   serve,
@@ -221,14 +222,7 @@ function post(
 ): Promise<Answered> {
   const whole = length === undefined ? Buffer.concat([...chunks]) : undefined;
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/up',
-      agent: false,
-      headers: { 'content-type': MULTIPART, 'content-length': whole?.length ?? length },
-    });
+    const req = multipartPost(port, '/up', length ?? (whole as Buffer).length);
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Error(`no answer within ${ANSWER_WITHIN} ms`));
@@ -660,14 +654,7 @@ async function runAbort(row: AbortRow): Promise<void> {
   await onRow({ ...row, status: 0 }, async (served, root, seen) => {
     const body = multipart(row.parts);
     const cut = body.indexOf(row.at) + row.at.length + (row.more ?? 0);
-    const req = http.request({
-      host: '127.0.0.1',
-      port: served.port,
-      method: 'POST',
-      path: '/up',
-      agent: false,
-      headers: { 'content-type': MULTIPART, 'content-length': body.length },
-    });
+    const req = multipartPost(served.port, '/up', body.length);
     req.on('error', () => {});
     req.write(body.subarray(0, cut));
     await sleep(150); // the server reads what was sent, and stores or denies
