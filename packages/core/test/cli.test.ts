@@ -8,9 +8,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The real bin, as built (`npm run build` runs before the tests).
 const BIN = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
+/** Runs a command; a run that would not end by itself is killed, and shows as a `signal`. */
+function spawnBin(command: string, args: string[]) {
+  const run = spawnSync(command, args, { encoding: 'utf8', timeout: 10_000 });
+  return { status: run.status, signal: run.signal, stdout: run.stdout, stderr: run.stderr };
+}
+
 function pathgate(...args: string[]) {
-  const run = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
-  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+  return spawnBin(process.execPath, [BIN, ...args]);
+}
+
+/** The bin with `file` on its stdin through a real pipe: Node's stdio 'pipe' is a socket, which /dev/stdin cannot open. */
+function pathgatePiped(file: string, ...args: string[]) {
+  return spawnBin('sh', ['-c', 'cat "$0" | "$@"', file, process.execPath, BIN, ...args]);
+}
+
+const MIB = 1024 * 1024;
+
+/** A valid policy of exactly `size` bytes: JSON padded with spaces. */
+function paddedPolicy(size: number): string {
+  const json = JSON.stringify({ fs: ['./a/*'] });
+  return json + ' '.repeat(size - json.length);
 }
 
 const RULES = ['--root', '/srv/files', '--rule', './public/**', '--rule', 'rw:./uploads/*'];
@@ -132,6 +150,7 @@ describe('pathgate check (the built bin)', () => {
       ['check', '--policy', '/nonexistent/p.json', 'a'],
       'pathgate: cannot read --policy /nonexistent/p.json: ENOENT',
     ],
+    [['check', '--policy', '/', 'a'], 'pathgate: cannot read --policy /: EISDIR'],
   ])('exits 2 with a clear message on %j', (args, message) => {
     const run = pathgate(...args);
     expect(run.status).toBe(2);
@@ -175,6 +194,33 @@ describe('pathgate check (the built bin)', () => {
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('pathgate: --policy given more than once');
     expect(run.stdout).toBe('');
+  });
+
+  it('exits 2 by itself on a --policy that never ends, rather than read it forever', () => {
+    const run = pathgate('check', '--policy', '/dev/zero', 'a/x');
+    expect(run.signal).toBeNull();
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('pathgate: --policy /dev/zero is larger than 1 MiB');
+    expect(run.stdout).toBe('');
+  });
+
+  it('reads a policy file of exactly 1 MiB, and refuses one byte more', () => {
+    const [atCap, overCap] = [join(dir, 'at-cap.json'), join(dir, 'over-cap.json')];
+    writeFileSync(atCap, paddedPolicy(MIB));
+    writeFileSync(overCap, paddedPolicy(MIB + 1));
+    expect(pathgate('check', '--policy', atCap, 'a/x').stdout).toContain('[rule "./a/*"]');
+    const refused = pathgate('check', '--policy', overCap, 'a/x');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain(`pathgate: --policy ${overCap} is larger than 1 MiB`);
+    expect(refused.stdout).toBe('');
+  });
+
+  it('reads a policy from a pipe, which hands it over in many short reads', () => {
+    const file = join(dir, 'piped.json');
+    writeFileSync(file, paddedPolicy(MIB));
+    const run = pathgatePiped(file, 'check', '--policy', '/dev/stdin', 'a/x');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('allow                        "a/x" -> /a/x  [rule "./a/*"]');
   });
 
   it('exits 2 on a policy file that is not JSON', () => {

@@ -22,7 +22,7 @@ the decision, the reason, the canonical path and the rule that decided.
   --root DIR            sandbox root (absolute; default "/")
   --rule RULE           an allowlist rule, "[r:|rw:]<glob>"; repeat for more
   --policy FILE         JSON file: { "root": "...", "fs": ["..."], "dot": false }
-                        (--root, --rule and --dot add to or override it)
+                        (at most 1 MiB; --root, --rule and --dot add to or override it)
   --mode read|write     the access to check (default read)
   --dot                 let wildcards match dotfiles
   --resolve-symlinks    resolve symlinks on the real file system (resolveSymlinks)

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { PermissionPolicy } from '../policy.js';
 import { resolveSymlinks } from '../realpath.js';
 import type { CheckCommand } from './args.js';
 import { UsageError } from './args.js';
+import { readCapped } from './read-capped.js';
 
 interface PolicyFile {
   root?: unknown;
@@ -12,15 +12,25 @@ interface PolicyFile {
 
 const KEYS = ['root', 'fs', 'dot'];
 
-function readPolicyFile(file: string): PolicyFile {
-  let text: string;
+// A policy is a root and a few rules: 1 MiB is plenty. The cap keeps a device such as
+// /dev/zero, or a huge file, from being read whole.
+const CAP_MIB = 1;
+
+function readPolicyText(file: string): string {
+  let bytes: Buffer | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readCapped(file, CAP_MIB * 1024 * 1024);
   } catch (error) {
     throw new UsageError(
       `cannot read --policy ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`,
     );
   }
+  if (bytes === undefined) throw new UsageError(`--policy ${file} is larger than ${CAP_MIB} MiB`);
+  return bytes.toString('utf8');
+}
+
+function readPolicyFile(file: string): PolicyFile {
+  const text = readPolicyText(file);
   let json: unknown;
   try {
     json = JSON.parse(text);
