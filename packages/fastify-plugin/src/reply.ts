@@ -44,10 +44,16 @@ export function answered(reply: FastifyReply): boolean {
   return reply.sent || answeredByHost.has(reply);
 }
 
-/** The method every answer of a Fastify reply goes through. */
-const SEND = ['send'];
+/**
+ * The methods that begin an answer: `send`, which every answer goes through
+ * (`redirect` too), and the decorators that call it on a later turn, after
+ * `onDeny` returned: @fastify/view's `view` (renders first), @fastify/static's
+ * `sendFile` and `download` (stat the file first). One the app did not
+ * decorate is skipped. `hijack()` needs none: it makes `reply.sent` true.
+ */
+const ANSWERS = ['send', 'view', 'sendFile', 'download'];
 
-/** Calls `onDeny`, noting whether it sent an answer (through `send`, which `redirect` calls too). */
+/** Calls `onDeny`, noting whether it began an answer (`ANSWERS`). */
 function callOnDeny(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -57,7 +63,7 @@ function callOnDeny(
   const { onDeny } = settings;
   if (onDeny === undefined) return undefined;
   const sent = () => answeredByHost.add(reply);
-  return callWatching(reply, SEND, sent, () => onDeny(denial, request, reply));
+  return callWatching(reply, ANSWERS, sent, () => onDeny(denial, request, reply));
 }
 
 /**
