@@ -212,8 +212,12 @@ function checkedFor(request: FastifyRequest, guard: RouteGuard): boolean {
  * resolves to nothing instead, which Fastify leaves alone once the reply is sent.
  */
 function settleAnswered(result: unknown, request: FastifyRequest, reply: FastifyReply): unknown {
-  if (!(result instanceof Promise)) return result; // a sync handler, or the reply itself
-  return result.catch((error: unknown) => {
+  // A sync handler's value, or the reply itself (a thenable Fastify waits on as it is).
+  if (result === reply || typeof (result as PromiseLike<unknown> | null)?.then !== 'function') {
+    return result;
+  }
+  // Any thenable, as Fastify takes one: a query builder's or Bluebird's too.
+  return Promise.resolve(result).catch((error: unknown) => {
     const refused = stateOf(request)?.refused !== undefined;
     if (refused && reply.sent && error instanceof PathgateDeniedError) return undefined;
     throw error;

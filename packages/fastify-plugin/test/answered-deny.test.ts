@@ -50,6 +50,8 @@ interface Setup {
   attach?: boolean;
   /** The app has an async onSend hook: an answer leaves a while after `send()`. */
   asyncOnSend?: boolean;
+  /** The handler returns a thenable that is not a native promise (a query builder's, Bluebird's). */
+  thenable?: boolean;
 }
 
 async function serve(setup: Setup) {
@@ -80,7 +82,7 @@ async function serve(setup: Setup) {
   await app.register(multipart, { preservePath: true, attachFieldsToBody: setup.attach ?? false });
   const reached: string[] = [];
   const paths = [{ file: true, under: 'uploads' }] as const;
-  app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (request) => {
+  const handle = async (request: FastifyRequest) => {
     try {
       await consume(request, spool).catch(onCaught ?? ((error) => Promise.reject(error)));
       reached.push('after the upload');
@@ -88,7 +90,14 @@ async function serve(setup: Setup) {
       reached.push('finally');
     }
     return 'ran';
-  });
+  };
+  const handler = setup.thenable
+    ? (request: FastifyRequest) => {
+        const promise = handle(request);
+        return { then: promise.then.bind(promise) } as unknown as Promise<string>;
+      }
+    : handle;
+  app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, handler);
   if (routeFirst) await guard();
   const port = await listen(app);
   const allowed = { disposition: 'name="b"; filename="ok.bin"', data: 'y'.repeat(1024) };
@@ -118,6 +127,12 @@ describe.each([
       expect(s.errors).toEqual([]);
     },
   );
+
+  it('a handler returning a thenable that is not a native promise: no error logged', async () => {
+    const s = await serve({ reportOnly, thenable: true });
+    expect(s.res).toMatchObject(ANSWER);
+    expect({ reached: s.reached, errors: s.errors }).toEqual({ reached: ['finally'], errors: [] });
+  });
 
   it('saveRequestFiles() after it spooled a file: removed once, no error logged', async () => {
     const s = await serve({ reportOnly, consume: save, allowedFirst: true });
