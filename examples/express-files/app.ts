@@ -9,6 +9,7 @@ import { pathgate } from '@pathgate/express';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
+import { RealRoot } from '../shared/real-root.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
@@ -61,6 +62,7 @@ export function buildApp(root: string): Express {
   const upload = gate.multer({ limits: UPLOAD_LIMITS });
   const page = indexPage();
   const shown = (path: string) => shownPath(root, path);
+  const realRoot = new RealRoot(root);
 
   const app = express();
   app.disable('x-powered-by');
@@ -75,7 +77,7 @@ export function buildApp(root: string): Express {
   });
 
   app.get(FILES, gate.read({ params: '*' }), async (req, res) => {
-    const download = await openFile(checkedPath(req.pathgate, 'params', '*'));
+    const download = await openFile(checkedPath(req.pathgate, 'params', '*'), realRoot);
     res.set(downloadHeaders(download));
     await pipeline(download.stream, res).catch((error: unknown) => {
       // Once the bytes flow, a failure (the client went away) can only cut the answer short.

@@ -7,6 +7,7 @@ import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fa
 import Fastify, { type FastifyInstance } from 'fastify';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '../shared/files.js';
+import { RealRoot } from '../shared/real-root.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
@@ -22,6 +23,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
 
   const page = indexPage();
   const shown = (path: string) => shownPath(root, path);
+  const realRoot = new RealRoot(root);
 
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
 
@@ -35,7 +37,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     '/files/*',
     { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
     async (request, reply) => {
-      const download = await openFile(checkedPath(request.pathgate, 'params', '*'));
+      const download = await openFile(checkedPath(request.pathgate, 'params', '*'), realRoot);
       return reply.headers(downloadHeaders(download)).send(download.stream);
     },
   );

@@ -15,6 +15,7 @@ import {
 import { dirname, extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { RealRoot } from './real-root.js';
 
 export interface Entry {
   name: string;
@@ -39,8 +40,7 @@ export class FileApiError extends Error {
  */
 function clientError(error: unknown): never {
   const code = (error as NodeJS.ErrnoException | null)?.code;
-  if (code === 'ENOENT' || code === 'ENOTDIR')
-    throw new FileApiError(404, 'no such file or folder');
+  if (code === 'ENOENT' || code === 'ENOTDIR') throw noSuchFile();
   // ELOOP: a link swapped in since the check, which O_NOFOLLOW refuses to open;
   // ENXIO: a socket, which has nothing to open.
   if (code === 'EISDIR' || code === 'ELOOP' || code === 'ENXIO') {
@@ -76,6 +76,22 @@ function parentError(error: NodeJS.ErrnoException): never {
 
 const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
 
+const noSuchFile = () => new FileApiError(404, 'no such file or folder');
+
+/**
+ * Closes `handle` on failure. A file opened through a folder swapped for a
+ * link since the check is not at `path`: no such file there, a 404.
+ */
+async function confirmOpened(handle: FileHandle, path: string, root: RealRoot): Promise<void> {
+  const here = await root.holds(handle, path).catch(async (error: unknown) => {
+    await handle.close();
+    throw error;
+  });
+  if (here) return;
+  await handle.close();
+  throw noSuchFile();
+}
+
 /** A folder's entries, sorted by name. Links are listed, never followed. */
 export async function listDir(path: string): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
@@ -106,12 +122,15 @@ export interface Download {
 
 /**
  * Opens a regular file for download; the checks run on the open file, not on
- * its name again. `O_NONBLOCK`: a FIFO opens at once (and is refused below)
- * instead of holding a thread until someone writes to it.
+ * its name again: where it really is first (`confirmOpened`), so a file
+ * reached outside the sandbox is a 404 whatever it is. `O_NONBLOCK`: a FIFO
+ * opens at once (and is refused below) instead of holding a thread until
+ * someone writes to it.
  */
-export async function openFile(path: string): Promise<Download> {
+export async function openFile(path: string, root: RealRoot): Promise<Download> {
   const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
   const handle = await open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch(clientError);
+  await confirmOpened(handle, path, root);
   const info = await handle.stat().catch(async (error: unknown) => {
     await handle.close();
     throw error;

@@ -1,0 +1,39 @@
+// Where an open file really is, read back from the kernel, against where
+// pathgate checked it: a folder on the way swapped for a link between the
+// check and the open is followed by open(), and only seen afterwards.
+import { realpathSync } from 'node:fs';
+import { type FileHandle, readlink } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+
+/** The sandbox root and its real path, resolved once (the root may sit under a linked /tmp). */
+export class RealRoot {
+  private readonly real: string;
+
+  constructor(private readonly root: string) {
+    this.real = realpathSync(root);
+  }
+
+  /**
+   * Whether the file open on `handle` is the one at the checked `path`: the
+   * kernel's path of it (/proc/self/fd, every link resolved) is the root's
+   * real path joined with `path`'s part under the root. Where /proc cannot
+   * be read (ENOENT: none, as on macOS) there is nothing to compare: true,
+   * the check before the open stands alone.
+   */
+  async holds(handle: FileHandle, path: string): Promise<boolean> {
+    const under = relative(this.root, path);
+    if (under === '..' || under.startsWith('../')) return false;
+    const opened = await readlink(`/proc/self/fd/${handle.fd}`, { encoding: 'buffer' }).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return undefined;
+        throw error;
+      },
+    );
+    if (opened === undefined) return true;
+    // Bytes, not text: a name that is not UTF-8 must not decode into a match.
+    // A file replaced or removed since the open is still the one checked:
+    // the kernel then gives its last path with ` (deleted)` after it.
+    const expected = join(this.real, under);
+    return [expected, `${expected} (deleted)`].some((path) => opened.equals(Buffer.from(path)));
+  }
+}
