@@ -2,7 +2,7 @@ import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EXAMPLES, type Running, send, start } from './examples.js';
+import { EXAMPLES, postFiles, type Running, send, start } from './examples.js';
 import { eventually } from './fault-clients.js';
 import { hideProc, swapBeforeOpen } from './folder-swap.js';
 
@@ -69,3 +69,28 @@ describe.each(EXAMPLES)(
     });
   },
 );
+
+// Express stores uploads with @pathgate/express's own storage, not the example's code.
+describe('the fastify example, an upload folder swapped for a link after the check', () => {
+  let app: Running;
+  let outside: string;
+  beforeAll(async () => {
+    app = await start(EXAMPLES[0]);
+    outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
+  });
+  afterAll(async () => {
+    await app.stop();
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  it.skipIf(!linux)('is a 404 naming no path, and not one byte is written outside', async () => {
+    const folder = join(app.root, 'uploads', 'inbox');
+    mkdirSync(folder);
+    swapBeforeOpen(folder, outside);
+    const got = await send(app.port, postFiles('/api/upload', ['file', 'inbox/new.txt', 'data']));
+    expect(lstatSync(folder).isSymbolicLink()).toBe(true);
+    expect(got.status).toBe(404);
+    expect(JSON.parse(got.text)).toEqual(REFUSED);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+});

@@ -69,7 +69,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     async (request, reply) => {
       // Each part's filename is checked before a byte of it is read: a denied
       // one throws PathgateDeniedError here, and nothing of it is written.
-      const uploads = new Uploads();
+      const uploads = new Uploads(realRoot);
       let size = 0;
       try {
         for await (const part of request.files()) {

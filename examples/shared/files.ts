@@ -188,6 +188,8 @@ export class Uploads {
   readonly stored: string[] = [];
   private readonly folders: string[] = [];
 
+  constructor(private readonly root: RealRoot) {}
+
   /**
    * Stores an upload at `target`: streamed into a temporary sibling, then
    * linked into place once complete, so a cut-off or failed upload never
@@ -198,6 +200,8 @@ export class Uploads {
     const temp = join(dirname(target), `.upload-${randomUUID()}.part`);
     const handle = await this.createBeside(temp);
     try {
+      // Not a byte written nor a link made through a folder swapped since the check.
+      await confirmOpened(handle, temp, this.root);
       const out = handle.createWriteStream();
       await pipeline(file, out).catch(clientError);
       if (file.truncated) throw new FileApiError(413, 'file too large');
