@@ -103,7 +103,7 @@ describe.each(EXAMPLES)('the $name example, a link swapped in for a file it serv
   it('is never followed on open: the file, or a 400 or 403, never the secret nor a 500', async () => {
     // Another process swaps uploads/swap.txt between a file and a link to the
     // secret: a request checked while it was a file may open the link. (A
-    // folder on the way swapped for a link is followed: the READMEs say so.)
+    // folder on the way swapped for a link: examples-folder-swap.test.ts.)
     const uploads = join(app.root, 'uploads');
     let swapping = true;
     const swapper = (async () => {

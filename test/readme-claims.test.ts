@@ -78,7 +78,7 @@ const SESSIONS: readonly (readonly [string, Example])[] = EXAMPLES.map((example)
   example,
 ]);
 
-describe.each(EXAMPLES)('examples/fastify-files/README.md lines 116-118, on $name', (example) => {
+describe.each(EXAMPLES)('examples/fastify-files/README.md lines 128-130, on $name', (example) => {
   it('downloads are text/plain or application/octet-stream, never HTML, with nosniff and a sandboxing CSP', async () => {
     const running = await start(example);
     try {
