@@ -82,12 +82,19 @@ async function serve(setup: Setup) {
   await app.register(multipart, { preservePath: true, attachFieldsToBody: setup.attach ?? false });
   const reached: string[] = [];
   const paths = [{ file: true, under: 'uploads' }] as const;
+  // The handler may still be removing the spool when the answer arrives: the test waits for it.
+  let handlerDone: Promise<void> | undefined;
+  let finish = () => {};
   const handle = async (request: FastifyRequest) => {
+    handlerDone = new Promise((resolve) => {
+      finish = resolve;
+    });
     try {
       await consume(request, spool).catch(onCaught ?? ((error) => Promise.reject(error)));
       reached.push('after the upload');
     } finally {
       reached.push('finally');
+      finish();
     }
     return 'ran';
   };
@@ -106,6 +113,7 @@ async function serve(setup: Setup) {
     ...(setup.allowedFirst ? [allowed] : []),
     { disposition: 'name="a"; filename="../escape.bin"', data: 'x'.repeat(1024) },
   ]);
+  await handlerDone;
   // Fastify logs a handler's rejection once the promise settles, after the answer.
   await new Promise((resolve) => setTimeout(resolve, 20));
   const errors = lines.filter((l) => l.level >= 50).map((l) => l.msg);
