@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
+import { type BigIntStats, constants, type PathLike, type Stats } from 'node:fs';
 import { type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
@@ -15,6 +15,7 @@ import {
   onceMoreIfGone,
   removeEmptyFolders,
 } from './folders.js';
+import { openedAt, type RealPathOf, realPathsUnder } from './real-path.js';
 import { uploadOf } from './upload.js';
 
 export interface DiskStorageOptions {
@@ -174,12 +175,48 @@ async function checkAbsent(target: string): Promise<void> {
  * Creates the temporary sibling a part is written to, once what is at its
  * target is checked: written in place, a file in flight could be read,
  * moved or deleted half-written, and its cleanup would then remove by name
- * a file another request stored there since.
+ * a file another request stored there since. Confirmed where the walk
+ * checked it before a byte is written (`confirmCreated`).
  */
-async function createFor(target: string, overwrite: boolean): Promise<Created> {
+async function createFor(target: string, overwrite: boolean, realPathOf: RealPathOf) {
   await (overwrite ? checkReplaceable(target) : checkAbsent(target));
   const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
-  return { path, handle: await createFile(path) };
+  const created: Created = { path, handle: await createFile(path) };
+  await confirmCreated(created, realPathOf(path));
+  return created;
+}
+
+/**
+ * Refuses the file just created unless the kernel has it at `expected`: a
+ * folder on the way swapped for a link since the walk (a 403, as the walk
+ * refuses a link it meets). Where /proc cannot be read, the walk's check
+ * stands alone.
+ */
+async function confirmCreated({ path, handle }: Created, expected: Buffer): Promise<void> {
+  const opened = await openedAt(handle).catch(async (error: unknown) => {
+    await abandon(handle, path);
+    throw error;
+  });
+  if (opened === undefined || opened.equals(expected)) return;
+  await abandon(handle, opened);
+  throw refuse(NOT_A_DIRECTORY);
+}
+
+/**
+ * Closes a file this request just created (`O_EXCL`, a unique name) and
+ * unlinks it at `path` if it is still the one there: the folders on the way
+ * may have been swapped again since, so the name alone does not say which
+ * file it reaches. Best effort: the refusal, not a failed cleanup, is the answer.
+ */
+async function abandon(handle: FileHandle, path: PathLike): Promise<void> {
+  try {
+    const ours = identityOf(await handle.stat({ bigint: true }));
+    if ((await identityAt(path)) === ours) await unlink(path);
+  } catch {
+    // Nothing more to do: the file was not written to, and the request is refused.
+  } finally {
+    await handle.close().catch(() => {});
+  }
 }
 
 /**
@@ -194,10 +231,12 @@ const failed = (req: Request) => req.readableAborted || uploadOf(req)?.settled =
  * Which file is at `path`: its inode, and its birth time, as a deleted
  * file's inode number is soon given to a new one; `undefined` when none is.
  */
-async function identityAt(path: string): Promise<string | undefined> {
+async function identityAt(path: PathLike): Promise<string | undefined> {
   const stat = await lstat(path, { bigint: true }).catch(ifMissing);
-  return stat && `${stat.dev}:${stat.ino}:${stat.birthtimeNs}`;
+  return stat && identityOf(stat);
 }
+
+const identityOf = (stat: BigIntStats) => `${stat.dev}:${stat.ino}:${stat.birthtimeNs}`;
 
 /** The file each request stored at each of its targets: the one its removal may unlink. */
 const storedBy = new WeakMap<Request, Map<string, string | undefined>>();
@@ -274,18 +313,23 @@ interface Placement {
   readonly root: string;
   readonly target: string;
   readonly overwrite: boolean;
+  /** Resolves the root's real path, once (`realPathsUnder`). */
+  readonly realPaths: () => Promise<RealPathOf>;
 }
 
 /**
  * Stores one part at its target, making the folders on the way (the
  * request's: `foldersHeldBy`). A failure removes those it left empty.
  */
-async function store(req: Request, file: File, { root, target, overwrite }: Placement) {
+async function store(req: Request, file: File, placement: Placement) {
+  const { root, target, overwrite } = placement;
+  // Before the walk: a root whose real path cannot be found stores nothing, unchecked or not.
+  const realPathOf = await placement.realPaths();
   const held = foldersHeldBy(req);
   try {
     const created = await onceMoreIfGone(async () => {
       await ensureParent(root, target, held);
-      return createFor(target, overwrite);
+      return createFor(target, overwrite, realPathOf);
     });
     return await place(req, file, target, created, overwrite);
   } catch (error) {
@@ -325,12 +369,15 @@ export function storesSettled(req: Request): Promise<unknown> {
 /**
  * multer storage that writes each file exactly where pathgate checked it
  * (`file.pathgatePath`). multer's diskStorage would follow symlinks and
- * overwrite. A race remains between the directory walk and the open (Node
- * has no `openat2(RESOLVE_BENEATH)`): keep the upload tree writable by this
+ * overwrite. Node has no `openat2(RESOLVE_BENEATH)`: a folder swapped for a
+ * link after the walk is followed by the open, and refused once the kernel
+ * says where the file is (Linux, `confirmCreated`); a swap after that, before
+ * the final link or rename, is not. Keep the upload tree writable by this
  * process only.
  */
 export function safeDiskStorage(root: string, options?: DiskStorageOptions): StorageEngine {
   const overwrite = readOverwrite(options);
+  const realPaths = realPathsUnder(root);
   return {
     _handleFile(req: Request, file: File, callback) {
       const target = file.pathgatePath;
@@ -338,7 +385,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         discard(file).then((size) => callback(null, { size }), callback);
         return;
       }
-      inTurn(req, () => store(req, file, { root, target, overwrite })).then(
+      inTurn(req, () => store(req, file, { root, target, overwrite, realPaths })).then(
         (size) =>
           callback(null, {
             destination: dirname(target),

@@ -45,7 +45,7 @@ describe('README, "Example"', () => {
         expect(res.json).toEqual({
           status: 500,
           code: 'ENOENT',
-          message: expect.stringContaining(join(root, 'missing', 'uploads')),
+          message: expect.stringContaining(join(root, 'missing')),
         });
       },
     );

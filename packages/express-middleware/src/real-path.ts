@@ -1,0 +1,45 @@
+import { type FileHandle, readlink, realpath } from 'node:fs/promises';
+
+// Where an open file really is, read back from the kernel, against where the
+// storage checked it: a folder on the way swapped for a link between the walk
+// and the open is followed by open() (Node has no openat2(RESOLVE_BENEATH)),
+// and only seen afterwards.
+
+/** The real path a checked path under the root must have once opened. */
+export type RealPathOf = (path: string) => Buffer;
+
+const SLASH = Buffer.from('/');
+
+/**
+ * Resolves the root's real path on first use (the root may not exist when
+ * the gate is built; a failure is not kept, and stores nothing), then gives
+ * a checked path's real path: the root's joined with the path's part under
+ * it. The policy's root is canonical text, not necessarily a real path.
+ * Bytes, not text: a name that is not UTF-8 must not decode into a match.
+ */
+export function realPathsUnder(root: string): () => Promise<RealPathOf> {
+  let real: Promise<Buffer> | undefined;
+  return async () => {
+    real ??= realpath(root, { encoding: 'buffer' }).catch((error: unknown) => {
+      real = undefined;
+      throw error;
+    });
+    const base = await real;
+    const joint = base.equals(SLASH) ? [] : [SLASH];
+    return (path) =>
+      Buffer.concat([base, ...joint, Buffer.from(path.slice(root.length).replace(/^\//, ''))]);
+  };
+}
+
+/**
+ * Where the file open on `handle` is (/proc/self/fd: every link resolved);
+ * `undefined` where /proc cannot be read (ENOENT: none, as on macOS).
+ */
+export function openedAt(handle: FileHandle): Promise<Buffer | undefined> {
+  return readlink(`/proc/self/fd/${handle.fd}`, { encoding: 'buffer' }).catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    },
+  );
+}

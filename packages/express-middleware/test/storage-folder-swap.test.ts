@@ -1,0 +1,153 @@
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Express, RequestHandler } from 'express';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { eventually } from '../../../test/fault-clients.js';
+import { hideProc, swapBeforeOpen } from '../../../test/folder-swap.js';
+import { pathgate, STORAGE_CODES } from '../src/index.js';
+import { entriesUnder, filePart, onApp, tempRoot, upload } from './helpers.js';
+
+// A folder on the way to an upload, swapped for a link to a folder outside
+// the sandbox after the storage's walk checked it and before it opens its
+// temporary file (see swapBeforeOpen). On Linux the storage reads back where
+// the open file really is (/proc/self/fd) and refuses it before a byte is written.
+vi.mock('node:fs/promises', async (importOriginal) =>
+  (await import('../../../test/folder-swap.js')).withFolderSwap(importOriginal),
+);
+
+const linux = process.platform === 'linux';
+const descriptors = () => readdirSync('/proc/self/fd').length;
+
+const stored: RequestHandler = (req, res) => {
+  res.status(201).json({ files: (req.files as Express.Multer.File[]).map((f) => f.originalname) });
+};
+
+/** POST /up: any file of field doc, below uploads/ (with uploads/a made), to the safe disk storage. */
+const withUploads = (root: string, app: Express) => {
+  mkdirSync(join(root, 'uploads', 'a'), { recursive: true });
+  const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+  const docs = { file: 'doc', under: 'uploads' } as const;
+  const replacing = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
+  app.post('/up', gate.write(docs), gate.multer().any(), stored);
+  app.post('/replace', gate.write(docs), replacing.any(), stored);
+};
+
+let outside: string;
+beforeAll(() => {
+  outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
+});
+afterEach(() => {
+  hideProc(false);
+  for (const name of readdirSync(outside)) rmSync(join(outside, name), { recursive: true });
+});
+afterAll(() => rmSync(outside, { recursive: true, force: true }));
+
+describe('the safe disk storage, a folder swapped for a link after the walk', () => {
+  it.skipIf(!linux).each(['/up', '/replace'])(
+    '%s: is a 403 naming no path: nothing outside, nothing inside, the file closed',
+    async (route) => {
+      await onApp(withUploads, async (port, root) => {
+        const before = descriptors();
+        swapBeforeOpen(join(root, 'uploads', 'a'), outside);
+        const res = await upload(port, route, [filePart('doc', 'a/new.txt', 'escaped')]);
+        expect(lstatSync(join(root, 'uploads', 'a')).isSymbolicLink()).toBe(true); // swapped
+        expect([res.status, res.json]).toEqual([
+          403,
+          {
+            status: 403,
+            code: STORAGE_CODES.NOT_A_DIRECTORY,
+            message: 'path component is not a directory',
+          },
+        ]);
+        expect(res.text).not.toContain(root);
+        expect(res.text).not.toContain(outside);
+        // Its own temporary file, created outside, is removed: not one byte stays there.
+        expect(readdirSync(outside)).toEqual([]);
+        expect(entriesUnder(root)).toEqual(['uploads/', 'uploads/a']);
+        expect(await eventually(() => descriptors() === before)).toBe(true);
+      });
+    },
+  );
+
+  it('an upload with no folder swapped is stored, also where /proc cannot be read', async () => {
+    await onApp(withUploads, async (port, root) => {
+      for (const hidden of [false, true]) {
+        hideProc(hidden);
+        const name = `a/kept-${hidden}.txt`;
+        const res = await upload(port, '/up', [filePart('doc', name, 'inside')]);
+        expect([res.status, res.json]).toEqual([201, { files: [name] }]);
+        expect(readFileSync(join(root, 'uploads', name), 'utf8')).toBe('inside');
+      }
+      expect(entriesUnder(root)).toEqual([
+        'uploads/',
+        'uploads/a/',
+        'uploads/a/kept-false.txt',
+        'uploads/a/kept-true.txt',
+      ]);
+    });
+  });
+
+  // The README's stated limit: with no /proc to read back, the check before the open stands alone.
+  it('where /proc cannot be read, the swap is still followed (as before)', async () => {
+    await onApp(withUploads, async (port, root) => {
+      hideProc(true);
+      swapBeforeOpen(join(root, 'uploads', 'a'), outside);
+      const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'escaped')]);
+      expect(res.status).toBe(201);
+      expect(readFileSync(join(outside, 'new.txt'), 'utf8')).toBe('escaped');
+    });
+  });
+
+  it('a root given through a link stores as usual: its real path is what is compared', async () => {
+    const real = tempRoot();
+    const via = mkdtempSync(join(tmpdir(), 'pathgate-via-'));
+    try {
+      const linked = join(via, 'root');
+      symlinkSync(real.root, linked);
+      await onApp(
+        (_root, app) => withUploads(linked, app),
+        async (port) => {
+          const res = await upload(port, '/up', [filePart('doc', 'a/deep/new.txt', 'inside')]);
+          expect([res.status, res.json]).toEqual([201, { files: ['a/deep/new.txt'] }]);
+          expect(readFileSync(join(real.root, 'uploads/a/deep/new.txt'), 'utf8')).toBe('inside');
+        },
+      );
+    } finally {
+      real.remove();
+      rmSync(via, { recursive: true, force: true });
+    }
+  });
+
+  it('a root made after the gate: a 500 before (nothing stored), stored once it exists', async () => {
+    const parent = tempRoot();
+    const root = join(parent.root, 'later');
+    try {
+      await onApp(
+        (_root, app) => {
+          const gate = pathgate({ root, fs: ['rw:**'], log: () => {} });
+          app.post('/up', gate.write({ file: 'doc' }), gate.multer().any(), stored);
+        },
+        async (port) => {
+          const missing = await upload(port, '/up', [filePart('doc', 'x.txt', 'early')]);
+          expect(missing.status).toBe(500);
+          expect(readdirSync(parent.root)).toEqual([]);
+          mkdirSync(root);
+          const res = await upload(port, '/up', [filePart('doc', 'x.txt', 'later')]);
+          expect([res.status, res.json]).toEqual([201, { files: ['x.txt'] }]);
+          expect(readFileSync(join(root, 'x.txt'), 'utf8')).toBe('later');
+        },
+      );
+    } finally {
+      parent.remove();
+    }
+  });
+});
