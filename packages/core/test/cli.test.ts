@@ -223,6 +223,23 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stdout).toContain('allow                        "a/x" -> /a/x  [rule "./a/*"]');
   });
 
+  it('reads a policy file that begins with a UTF-8 byte order mark, as Windows editors write', () => {
+    const file = join(dir, 'bom.json');
+    writeFileSync(file, `\uFEFF${JSON.stringify({ fs: ['./a/*'] })}`);
+    const run = pathgate('check', '--policy', file, 'a/x');
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  it('exits 2 on a policy file that is not UTF-8, rather than read a rule with U+FFFD in it', () => {
+    const file = join(dir, 'latin1.json');
+    writeFileSync(file, Buffer.from('{ "fs": ["./caf\xe9/*"] }', 'latin1'));
+    const run = pathgate('check', '--policy', file, 'a/x');
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`--policy ${file} is not UTF-8`);
+    expect(run.stdout).toBe('');
+  });
+
   it('exits 2 on a policy file that is not JSON', () => {
     const file = join(dir, 'bad.json');
     writeFileSync(file, '{ root: /srv }');

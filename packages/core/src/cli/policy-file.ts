@@ -16,6 +16,10 @@ const KEYS = ['root', 'fs', 'dot'];
 // /dev/zero, or a huge file, from being read whole.
 const CAP_MIB = 1;
 
+// Fatal: a byte that is not UTF-8 would become U+FFFD inside a rule or the root.
+// A leading byte order mark, as Windows editors write, is dropped.
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function readPolicyText(file: string): string {
   let bytes: Buffer | undefined;
   try {
@@ -26,7 +30,11 @@ function readPolicyText(file: string): string {
     );
   }
   if (bytes === undefined) throw new UsageError(`--policy ${file} is larger than ${CAP_MIB} MiB`);
-  return bytes.toString('utf8');
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new UsageError(`--policy ${file} is not UTF-8`);
+  }
 }
 
 function readPolicyFile(file: string): PolicyFile {
