@@ -2,59 +2,87 @@ import { rmdir } from 'node:fs/promises';
 import type { Request } from 'express';
 
 /**
- * The folders the safe disk storage made for uploads whose responses are
- * not over yet, each with the number of requests holding it: the one whose
- * upload made it, and those whose uploads walked into it since. Any of them
- * that fails removes it once empty, so a folder made for two uploads that
- * both failed goes with the second, whichever made it. Entries leave with
- * their last holder's response: the map never outgrows the uploads in flight.
+ * The folders the safe disk storage made for uploads in flight, each with
+ * the number of requests holding it: the one whose upload made it, and
+ * those whose uploads walked into it since. Any of them that fails removes
+ * it once empty, so a folder made for two uploads that both failed goes
+ * with the second, whichever made it. Entries leave with their last
+ * holder (see `Held`): the map never outgrows the uploads in flight.
  */
 const holders = new Map<string, number>();
 
-/** One request's folders (see `holders`); `shared` while its response is not over. */
+/**
+ * One request's folders (see `holders`), shared while it may still remove
+ * them: until its response is over and none of its stores or removals
+ * runs. A cut connection ends the response before the store sees the body
+ * fail: shared no longer then, a folder another upload walked into
+ * meanwhile would be held by neither, and stay once both failed.
+ */
 export interface Held {
   readonly folders: string[];
-  shared: boolean;
+  /** Its response is over (or it has none, as in a unit test). */
+  over: boolean;
+  /** Its stores and removals under way (`whileHeld`). */
+  busy: number;
 }
 
 const heldBy = new WeakMap<Request, Held>();
 
+const isShared = (held: Held) => !held.over || held.busy > 0;
+
+/** Counts the request's folders in `holders` (`by` 1) or takes them out (-1). */
+function count(held: Held, by: 1 | -1): void {
+  for (const folder of held.folders) {
+    const holding = (holders.get(folder) ?? 0) + by;
+    if (holding === 0) holders.delete(folder);
+    else holders.set(folder, holding);
+  }
+}
+
 /** The folders this request holds: those made for its files, and those it entered, made for another's. */
 export function foldersHeldBy(req: Request): Held {
-  let held = heldBy.get(req);
-  if (held === undefined) {
-    held = { folders: [], shared: false };
-    heldBy.set(req, held);
-    share(req, held);
+  const known = heldBy.get(req);
+  if (known !== undefined) return known;
+  const held: Held = { folders: [], over: true, busy: 0 };
+  heldBy.set(req, held);
+  const { res } = req;
+  if (res !== undefined && !res.closed) {
+    held.over = false;
+    res.once('close', () => {
+      held.over = true;
+      if (!isShared(held)) count(held, -1);
+    });
   }
   return held;
 }
 
-/** Shares the request's folders until its response is over (not at all without one, as in a unit test). */
-function share(req: Request, held: Held): void {
-  const { res } = req;
-  if (res === undefined || res.closed) return;
-  held.shared = true;
-  res.once('close', () => {
-    held.shared = false;
-    for (const folder of held.folders) {
-      const count = (holders.get(folder) ?? 1) - 1;
-      if (count === 0) holders.delete(folder);
-      else holders.set(folder, count);
-    }
-  });
+/**
+ * Runs one of the request's stores or removals (with the callback it
+ * answers multer by, which may start the next removal): its folders are
+ * shared until it is done, even past the end of its response.
+ */
+export async function whileHeld<T>(held: Held, work: () => Promise<T>): Promise<T> {
+  if (!isShared(held)) count(held, 1);
+  held.busy++;
+  try {
+    return await work();
+  } finally {
+    held.busy--;
+    if (!isShared(held)) count(held, -1);
+  }
 }
 
 /**
  * The walk to a target reached `folder`: `made` when it made it, else it
  * was there, and is held only if an upload in flight made it (one there
- * before any upload is never ours to remove).
+ * before any upload is never ours to remove). Walks run in a store, so
+ * within `whileHeld`: the request's folders are shared.
  */
 export function holdFolder(held: Held, folder: string, made: boolean): void {
-  const count = holders.get(folder);
-  if ((!made && count === undefined) || held.folders.includes(folder)) return;
+  const holding = holders.get(folder);
+  if ((!made && holding === undefined) || held.folders.includes(folder)) return;
   held.folders.push(folder);
-  if (held.shared) holders.set(folder, (count ?? 0) + 1);
+  holders.set(folder, (holding ?? 0) + 1);
 }
 
 /** rmdir: ENOENT counts as gone; a folder holding anything (ours or another upload's) stays. */

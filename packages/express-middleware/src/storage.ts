@@ -14,6 +14,7 @@ import {
   holdFolder,
   onceMoreIfGone,
   removeEmptyFolders,
+  whileHeld,
 } from './folders.js';
 import { openedAt, type RealPathOf, realPathsUnder } from './real-path.js';
 import { uploadOf } from './upload.js';
@@ -315,17 +316,18 @@ interface Placement {
   readonly overwrite: boolean;
   /** Resolves the root's real path, once (`realPathsUnder`). */
   readonly realPaths: () => Promise<RealPathOf>;
+  /** The request's folders (`foldersHeldBy`), shared while this store runs. */
+  readonly held: Held;
 }
 
 /**
  * Stores one part at its target, making the folders on the way (the
- * request's: `foldersHeldBy`). A failure removes those it left empty.
+ * request's: `held`). A failure removes those it left empty.
  */
 async function store(req: Request, file: File, placement: Placement) {
-  const { root, target, overwrite } = placement;
+  const { root, target, overwrite, held } = placement;
   // Before the walk: a root whose real path cannot be found stores nothing, unchecked or not.
   const realPathOf = await placement.realPaths();
-  const held = foldersHeldBy(req);
   try {
     const created = await onceMoreIfGone(async () => {
       await ensureParent(root, target, held);
@@ -385,15 +387,19 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
         discard(file).then((size) => callback(null, { size }), callback);
         return;
       }
-      inTurn(req, () => store(req, file, { root, target, overwrite, realPaths })).then(
-        (size) =>
-          callback(null, {
-            destination: dirname(target),
-            filename: basename(target),
-            path: target,
-            size,
-          }),
-        (error: unknown) => callback(storageError(error)),
+      const held = foldersHeldBy(req);
+      const placement = { root, target, overwrite, realPaths, held };
+      void whileHeld(held, () =>
+        inTurn(req, () => store(req, file, placement)).then(
+          (size) =>
+            callback(null, {
+              destination: dirname(target),
+              filename: basename(target),
+              path: target,
+              size,
+            }),
+          (error: unknown) => callback(storageError(error)),
+        ),
       );
     },
     _removeFile(req: Request, file: File, callback) {
@@ -401,9 +407,12 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       for (const key of ['destination', 'filename', 'path'] as const)
         delete (file as Partial<File>)[key];
       if (!path) return callback(null);
-      removeStored(req, path)
-        .then(() => removeEmptyFolders(foldersHeldBy(req)))
-        .then(() => callback(null), callback);
+      const held = foldersHeldBy(req);
+      void whileHeld(held, () =>
+        removeStored(req, path)
+          .then(() => removeEmptyFolders(held))
+          .then(() => callback(null), callback),
+      );
     },
   };
 }
