@@ -185,6 +185,19 @@ export function countingErrorHandler(): { handler: ErrorRequestHandler; calls: u
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Polls `done` every 20 ms until it holds or `within` ms pass: for what a
+ * request does after its answer, which a fixed sleep misses on a loaded machine.
+ */
+export async function until(done: () => boolean | Promise<boolean>, within = 3000) {
+  const start = Date.now();
+  while (!(await done())) {
+    if (Date.now() - start > within) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
 /** `appPerFile`'s app: its temp root, its port and its error handler's calls, once `beforeAll` ran. */
 export interface FileApp {
   readonly root: string;

@@ -21,6 +21,7 @@ import {
   serve,
   sleep,
   tempRoot,
+  until,
 } from './helpers.js';
 
 // The upload matrix: each row is one multipart request against one route
@@ -254,15 +255,6 @@ function post(
       if (!req.destroyed) req.end();
     })();
   });
-}
-
-async function until(done: () => boolean | Promise<boolean>, within = 3000): Promise<boolean> {
-  const start = Date.now();
-  while (!(await done())) {
-    if (Date.now() - start > within) return false;
-    await sleep(20);
-  }
-  return true;
 }
 
 function ping(port: number): Promise<number> {
