@@ -85,6 +85,13 @@ export function holdFolder(held: Held, folder: string, made: boolean): void {
   holders.set(folder, (holding ?? 0) + 1);
 }
 
+/**
+ * Whether a folder is still where its walk made or entered it: rmdir follows
+ * a folder on the way swapped for a link since, and would remove an empty
+ * folder outside the root.
+ */
+export type InPlace = (folder: string) => Promise<boolean>;
+
 /** rmdir: ENOENT counts as gone; a folder holding anything (ours or another upload's) stays. */
 const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
 
@@ -94,9 +101,9 @@ const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
  * file stays, and an upload that walked through one just removed, to open
  * its file in it, makes it again (`onceMoreIfGone`).
  */
-export async function removeEmptyFolders({ folders }: Held): Promise<void> {
+export async function removeEmptyFolders({ folders }: Held, inPlace: InPlace): Promise<void> {
   const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
-  for (const folder of deepestFirst) await removeIfEmpty(folder);
+  for (const folder of deepestFirst) if (await inPlace(folder)) await removeIfEmpty(folder);
 }
 
 /**

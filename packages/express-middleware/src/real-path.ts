@@ -32,6 +32,19 @@ export function realPathsUnder(root: string): () => Promise<RealPathOf> {
 }
 
 /**
+ * Whether a path under the root still resolves to its real path there,
+ * every link followed (`false` once gone). Checked before a removal by name,
+ * which a swap after it still redirects: the race the README states.
+ */
+export const inPlace =
+  (realPathOf: RealPathOf) =>
+  (path: string): Promise<boolean> =>
+    realpath(path, { encoding: 'buffer' }).then(
+      (real) => real.equals(realPathOf(path)),
+      () => false,
+    );
+
+/**
  * Where the file open on `handle` is (/proc/self/fd: every link resolved);
  * `undefined` where /proc cannot be read (ENOENT: none, as on macOS).
  */

@@ -16,7 +16,7 @@ import {
   removeEmptyFolders,
   whileHeld,
 } from './folders.js';
-import { openedAt, type RealPathOf, realPathsUnder } from './real-path.js';
+import { inPlace, openedAt, type RealPathOf, realPathsUnder } from './real-path.js';
 import { uploadOf } from './upload.js';
 
 export interface DiskStorageOptions {
@@ -335,7 +335,7 @@ async function store(req: Request, file: File, placement: Placement) {
     });
     return await place(req, file, target, created, overwrite);
   } catch (error) {
-    await removeEmptyFolders(held);
+    await removeEmptyFolders(held, inPlace(realPathOf));
     throw error;
   }
 }
@@ -410,7 +410,8 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       const held = foldersHeldBy(req);
       void whileHeld(held, () =>
         removeStored(req, path)
-          .then(() => removeEmptyFolders(held))
+          .then(realPaths)
+          .then((realPathOf) => removeEmptyFolders(held, inPlace(realPathOf)))
           .then(() => callback(null), callback),
       );
     },

@@ -78,6 +78,17 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     },
   );
 
+  // The walk made uploads/a/b; a is swapped for a link to a folder that has a b of its own.
+  it.skipIf(!linux)('the refused upload removes no folder outside, through the link', async () => {
+    await onApp(withUploads, async (port, root) => {
+      mkdirSync(join(outside, 'b'));
+      swapBeforeOpen(join(root, 'uploads', 'a'), outside);
+      const res = await upload(port, '/up', [filePart('doc', 'a/b/new.txt', 'escaped')]);
+      expect(res.status).toBe(403);
+      expect(entriesUnder(outside)).toEqual(['b/']);
+    });
+  });
+
   it('an upload with no folder swapped is stored, also where /proc cannot be read', async () => {
     await onApp(withUploads, async (port, root) => {
       for (const hidden of [false, true]) {
