@@ -277,6 +277,12 @@ async function place(req: Request, file: File, target: string, temp: Created, ov
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
     await (overwrite ? rename(temp.path, target) : link(temp.path, target));
     remember(req, target, identity);
+    // Failed while the name was given: multer's abort cleanup ran with the
+    // temporary name, and will not run for this file again.
+    if (failed(req)) {
+      await removeStored(req, target);
+      throw new Error('pathgate: the request failed while the file was stored');
+    }
   } catch (error) {
     await unlink(temp.path).catch(() => {});
     throw error;
