@@ -13,6 +13,19 @@ export function swapBeforeOpen(folder: string, target: string): void {
   armed.set(folder, target);
 }
 
+/** Folders to remove (empty) before the next opens below them, with how many times. */
+const removals = new Map<string, number>();
+
+/**
+ * Arms `times` removals: each of the next `times` opens below `folder` first
+ * removes it, empty, as failed uploads beside this one each take back a
+ * folder they share (the open then fails with ENOENT).
+ */
+export function removeBeforeOpen(folder: string, times: number): void {
+  if (times > 0) removals.set(folder, times);
+  else removals.delete(folder);
+}
+
 /** Makes /proc/self/fd unreadable (ENOENT), as on a system without /proc (macOS). */
 export function hideProc(hidden: boolean): void {
   procHidden = hidden;
@@ -20,7 +33,7 @@ export function hideProc(hidden: boolean): void {
 
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
- * `swapBeforeOpen` and `readlink` failing on /proc while `hideProc` is on.
+ * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`, and `readlink` failing on /proc while `hideProc` is on.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -33,6 +46,12 @@ export async function withFolderSwap(
       armed.delete(folder);
       await fs.rm(folder, { recursive: true });
       await fs.symlink(target, folder);
+    }
+    for (const [folder, times] of removals) {
+      if (!String(path).startsWith(`${folder}/`)) continue;
+      if (times <= 1) removals.delete(folder);
+      else removals.set(folder, times - 1);
+      await fs.rmdir(folder);
     }
     return fs.open(path, flags, mode);
   };

@@ -99,23 +99,28 @@ const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
  * Removes those of the request's folders that are empty, deepest first: a
  * failed upload takes back the folders it made or shares. One that holds a
  * file stays, and an upload that walked through one just removed, to open
- * its file in it, makes it again (`onceMoreIfGone`).
+ * its file in it, makes it again (`againIfGone`).
  */
 export async function removeEmptyFolders({ folders }: Held, inPlace: InPlace): Promise<void> {
   const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
   for (const folder of deepestFirst) if (await inPlace(folder)) await removeIfEmpty(folder);
 }
 
+/** How many times a store walks and creates its file while folders on the way keep going. */
+const ATTEMPTS = 4;
+
 /**
- * Runs `attempt` (make the folders, create the file) once more when a
- * folder on the way is gone: a failed upload beside this one removed it,
- * empty until this one's file is created in it.
+ * Runs `attempt` (make the folders, create the file) again when a folder on
+ * the way is gone: a failed upload beside this one removed it, empty until
+ * this one's file is created in it. Several can fail in turn, so a few
+ * times; a folder that keeps going ends in the error.
  */
-export async function onceMoreIfGone<T>(attempt: () => Promise<T>): Promise<T> {
-  try {
-    return await attempt();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return attempt();
+export async function againIfGone<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || tries === ATTEMPTS) throw error;
+    }
   }
 }

@@ -9,10 +9,10 @@ import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.js';
 import {
+  againIfGone,
   foldersHeldBy,
   type Held,
   holdFolder,
-  onceMoreIfGone,
   removeEmptyFolders,
   whileHeld,
 } from './folders.js';
@@ -335,7 +335,7 @@ async function store(req: Request, file: File, placement: Placement) {
   // Before the walk: a root whose real path cannot be found stores nothing, unchecked or not.
   const realPathOf = await placement.realPaths();
   try {
-    const created = await onceMoreIfGone(async () => {
+    const created = await againIfGone(async () => {
       await ensureParent(root, target, held);
       return createFor(target, overwrite, realPathOf);
     });

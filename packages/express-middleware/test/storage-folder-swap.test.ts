@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Express, RequestHandler } from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { eventually } from '../../../test/fault-clients.js';
-import { hideProc, swapBeforeOpen } from '../../../test/folder-swap.js';
+import { hideProc, removeBeforeOpen, swapBeforeOpen } from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
 import { entriesUnder, filePart, onApp, tempRoot, upload } from './helpers.js';
 
@@ -160,5 +160,28 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     } finally {
       parent.remove();
     }
+  });
+});
+
+// Failed uploads beside this one take back a new folder they share while it
+// is still empty: the store's open then finds it gone, and walks again.
+describe('the safe disk storage, a new folder removed under the store', () => {
+  it.each([1, 3])('%i time(s) before its file is created: the upload is stored', async (times) => {
+    await onApp(withUploads, async (port, root) => {
+      removeBeforeOpen(join(root, 'uploads', 'a', 'new'), times);
+      const res = await upload(port, '/up', [filePart('doc', 'a/new/x.txt', 'kept')]);
+      expect([res.status, res.json]).toEqual([201, { files: ['a/new/x.txt'] }]);
+      expect(readFileSync(join(root, 'uploads', 'a', 'new', 'x.txt'), 'utf8')).toBe('kept');
+    });
+  });
+
+  it('removed every time: an answer, not a loop, and nothing stored', async () => {
+    await onApp(withUploads, async (port, root) => {
+      removeBeforeOpen(join(root, 'uploads', 'a', 'new'), 1000);
+      const res = await upload(port, '/up', [filePart('doc', 'a/new/x.txt', 'lost')]);
+      removeBeforeOpen(join(root, 'uploads', 'a', 'new'), 0);
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(entriesUnder(root)).toEqual(['uploads/', 'uploads/a/']);
+    });
   });
 });
