@@ -11,20 +11,16 @@ export type RealPathOf = (path: string) => Buffer;
 const SLASH = Buffer.from('/');
 
 /**
- * Resolves the root's real path on first use (the root may not exist when
- * the gate is built; a failure is not kept, and stores nothing), then gives
- * a checked path's real path: the root's joined with the path's part under
- * it. The policy's root is canonical text, not necessarily a real path.
- * Bytes, not text: a name that is not UTF-8 must not decode into a match.
+ * Resolves the root's real path, at each store: the policy's root is
+ * canonical text, not necessarily a real path, and a link on the way to it
+ * may be retargeted while the server runs (`current -> releases/N`). A root
+ * that cannot be resolved stores nothing. Gives a checked path's real path:
+ * the root's joined with the path's part under it. Bytes, not text: a name
+ * that is not UTF-8 must not decode into a match.
  */
 export function realPathsUnder(root: string): () => Promise<RealPathOf> {
-  let real: Promise<Buffer> | undefined;
   return async () => {
-    real ??= realpath(root, { encoding: 'buffer' }).catch((error: unknown) => {
-      real = undefined;
-      throw error;
-    });
-    const base = await real;
+    const base = await realpath(root, { encoding: 'buffer' });
     const joint = base.equals(SLASH) ? [] : [SLASH];
     return (path) =>
       Buffer.concat([base, ...joint, Buffer.from(path.slice(root.length).replace(/^\//, ''))]);

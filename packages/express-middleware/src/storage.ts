@@ -320,7 +320,7 @@ interface Placement {
   readonly root: string;
   readonly target: string;
   readonly overwrite: boolean;
-  /** Resolves the root's real path, once (`realPathsUnder`). */
+  /** Resolves the root's real path (`realPathsUnder`). */
   readonly realPaths: () => Promise<RealPathOf>;
   /** The request's folders (`foldersHeldBy`), shared while this store runs. */
   readonly held: Held;

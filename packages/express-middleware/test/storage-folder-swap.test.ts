@@ -138,6 +138,34 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     }
   });
 
+  // As a deployment retargets `current -> releases/N` without a restart.
+  it('a root link retargeted between two uploads: both are stored, each where the link led', async () => {
+    const [first, second] = [tempRoot(), tempRoot()];
+    const via = mkdtempSync(join(tmpdir(), 'pathgate-via-'));
+    try {
+      const linked = join(via, 'root');
+      symlinkSync(first.root, linked);
+      mkdirSync(join(second.root, 'uploads', 'a'), { recursive: true });
+      await onApp(
+        (_root, app) => withUploads(linked, app),
+        async (port) => {
+          const before = await upload(port, '/up', [filePart('doc', 'a/one.txt', '1')]);
+          expect(before.status).toBe(201);
+          rmSync(linked);
+          symlinkSync(second.root, linked);
+          const after = await upload(port, '/up', [filePart('doc', 'a/two.txt', '2')]);
+          expect([after.status, after.json]).toEqual([201, { files: ['a/two.txt'] }]);
+          expect(readFileSync(join(first.root, 'uploads/a/one.txt'), 'utf8')).toBe('1');
+          expect(readFileSync(join(second.root, 'uploads/a/two.txt'), 'utf8')).toBe('2');
+        },
+      );
+    } finally {
+      first.remove();
+      second.remove();
+      rmSync(via, { recursive: true, force: true });
+    }
+  });
+
   it('a root made after the gate: a 500 before (nothing stored), stored once it exists', async () => {
     const parent = tempRoot();
     const root = join(parent.root, 'later');
