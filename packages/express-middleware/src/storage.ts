@@ -283,13 +283,14 @@ async function place(req: Request, file: File, target: string, temp: Created, ov
       await removeStored(req, target);
       throw new Error('pathgate: the request failed while the file was stored');
     }
+    // At once, before the next await: an abort from here on removes the file by this name.
+    file.path = target;
   } catch (error) {
     await unlink(temp.path).catch(() => {});
     throw error;
   }
   // Linked, the file has its target's name too: the temporary one goes.
   if (!overwrite) await unlink(temp.path).catch(() => {});
-  file.path = target;
   return size;
 }
 
