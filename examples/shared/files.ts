@@ -78,18 +78,19 @@ const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder')
 
 const noSuchFile = () => new FileApiError(404, 'no such file or folder');
 
-/**
- * Closes `handle` on failure. A file opened through a folder swapped for a
- * link since the check is not at `path`: no such file there, a 404.
- */
+/** A file opened through a folder swapped for a link since the check is not at `path`: no such file there, a 404. */
 async function confirmOpened(handle: FileHandle, path: string, root: RealRoot): Promise<void> {
-  const here = await root.holds(handle, path).catch(async (error: unknown) => {
+  if (!(await root.holds(handle, path))) throw noSuchFile();
+}
+
+/** Runs `checks` on a file just opened; on any failure the file is closed first. */
+async function closingOnFailure<T>(handle: FileHandle, checks: () => Promise<T>): Promise<T> {
+  try {
+    return await checks();
+  } catch (error) {
     await handle.close();
     throw error;
-  });
-  if (here) return;
-  await handle.close();
-  throw noSuchFile();
+  }
 }
 
 /** A folder's entries, sorted by name. Links are listed, never followed. */
@@ -130,15 +131,12 @@ export interface Download {
 export async function openFile(path: string, root: RealRoot): Promise<Download> {
   const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
   const handle = await open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch(clientError);
-  await confirmOpened(handle, path, root);
-  const info = await handle.stat().catch(async (error: unknown) => {
-    await handle.close();
-    throw error;
+  const info = await closingOnFailure(handle, async () => {
+    await confirmOpened(handle, path, root);
+    const stat = await handle.stat();
+    if (!stat.isFile()) throw new FileApiError(400, 'not a file');
+    return stat;
   });
-  if (!info.isFile()) {
-    await handle.close();
-    throw new FileApiError(400, 'not a file');
-  }
   const type = TEXT.has(extname(path).toLowerCase())
     ? 'text/plain; charset=utf-8'
     : 'application/octet-stream';
@@ -201,7 +199,7 @@ export class Uploads {
     const handle = await this.createBeside(temp);
     try {
       // Not a byte written nor a link made through a folder swapped since the check.
-      await confirmOpened(handle, temp, this.root);
+      await closingOnFailure(handle, () => confirmOpened(handle, temp, this.root));
       const out = handle.createWriteStream();
       await pipeline(file, out).catch(clientError);
       if (file.truncated) throw new FileApiError(413, 'file too large');
