@@ -13,17 +13,22 @@ const holders = new Map<string, number>();
 
 /**
  * One request's folders (see `holders`), shared while it may still remove
- * them: until its response is over and none of its stores or removals
- * runs. A cut connection ends the response before the store sees the body
- * fail: shared no longer then, a folder another upload walked into
- * meanwhile would be held by neither, and stay once both failed.
+ * them: until its response is over, and neither multer's parse of its body
+ * nor any of its stores or removals runs. A cut connection ends the
+ * response first; multer's abort then removes the stored files one by
+ * one, a turn of the event loop apart, while a store may still run.
+ * Shared no longer meanwhile, a folder another upload walked into would be
+ * held by neither, and stay once both failed; and the old files its
+ * overwrites kept would go (`onRelease`) before they were put back.
  */
 export interface Held {
   readonly folders: string[];
   /** Its response is over (or it has none, as in a unit test). */
   over: boolean;
-  /** Its stores and removals under way (`whileHeld`). */
+  /** Its parse by multer, stores and removals under way (`hold`). */
   busy: number;
+  /** Run once, the first time it is shared no longer: nothing of the request removes its files after. */
+  readonly onRelease: (() => void)[];
 }
 
 const heldBy = new WeakMap<Request, Held>();
@@ -39,36 +44,56 @@ function count(held: Held, by: 1 | -1): void {
   }
 }
 
+/** Shared no longer: its folders leave `holders`, and what waited for that runs. */
+function release(held: Held): void {
+  count(held, -1);
+  for (const run of held.onRelease.splice(0)) run();
+}
+
 /** The folders this request holds: those made for its files, and those it entered, made for another's. */
 export function foldersHeldBy(req: Request): Held {
   const known = heldBy.get(req);
   if (known !== undefined) return known;
-  const held: Held = { folders: [], over: true, busy: 0 };
+  const held: Held = { folders: [], over: true, busy: 0, onRelease: [] };
   heldBy.set(req, held);
   const { res } = req;
   if (res !== undefined && !res.closed) {
     held.over = false;
     res.once('close', () => {
       held.over = true;
-      if (!isShared(held)) count(held, -1);
+      if (!isShared(held)) release(held);
     });
   }
   return held;
 }
 
 /**
- * Runs one of the request's stores or removals (with the callback it
- * answers multer by, which may start the next removal): its folders are
- * shared until it is done, even past the end of its response.
+ * Marks one of the request's stores, removals or multer's parse of its
+ * body as under way: its folders are shared until the returned `done` is
+ * called (once; later calls do nothing), even past the end of its response.
  */
-export async function whileHeld<T>(held: Held, work: () => Promise<T>): Promise<T> {
+export function hold(held: Held): () => void {
   if (!isShared(held)) count(held, 1);
   held.busy++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    held.busy--;
+    if (!isShared(held)) release(held);
+  };
+}
+
+/**
+ * Runs one of the request's stores or removals (with the callback it
+ * answers multer by, which may start the next removal) under `hold`.
+ */
+export async function whileHeld<T>(held: Held, work: () => Promise<T>): Promise<T> {
+  const done = hold(held);
   try {
     return await work();
   } finally {
-    held.busy--;
-    if (!isShared(held)) count(held, -1);
+    done();
   }
 }
 

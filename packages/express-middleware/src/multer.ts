@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Request, RequestHandler } from 'express';
 import type { Multer, Options, StorageEngine } from 'multer';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
+import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';
 import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
@@ -86,9 +87,19 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Pathga
     if (earlier !== undefined && earlier.route === req.route) return next();
     const routes = takeRouteStates(req);
     const upload = new Upload({ req, res, next, routes, onOrphan, ...gate });
+    // Held until multer calls back: its abort removes stored files after a
+    // cut connection ended the response (see `Held`). `finish` starts any
+    // later removal before the hold ends.
+    const parsed = hold(foldersHeldBy(req));
     const restore = catchPipe(req);
     try {
-      multerMiddleware(req, res, (error?: unknown) => upload.finish(error));
+      multerMiddleware(req, res, (error?: unknown) => {
+        upload.finish(error);
+        parsed();
+      });
+    } catch (error) {
+      parsed();
+      throw error;
     } finally {
       restore();
     }

@@ -239,33 +239,78 @@ async function identityAt(path: PathLike): Promise<string | undefined> {
 
 const identityOf = (stat: BigIntStats) => `${stat.dev}:${stat.ino}:${stat.birthtimeNs}`;
 
-/** The file each request stored at each of its targets: the one its removal may unlink. */
-const storedBy = new WeakMap<Request, Map<string, string | undefined>>();
+/**
+ * What a request stored at a target: its file (`identityAt`), and with
+ * `overwrite` the file it replaced, kept under a hidden name (`keepOld`).
+ */
+interface Stored {
+  readonly identity: string | undefined;
+  readonly kept: string | undefined;
+}
 
-function remember(req: Request, target: string, identity: string | undefined): void {
-  const targets = storedBy.get(req) ?? new Map<string, string | undefined>();
+/** The file each request stored at each of its targets: the one its removal may unlink. */
+const storedBy = new WeakMap<Request, Map<string, Stored>>();
+
+function remember(req: Request, target: string, stored: Stored): void {
+  const targets = storedBy.get(req) ?? new Map<string, Stored>();
   storedBy.set(req, targets);
-  targets.set(target, identity);
+  targets.set(target, stored);
+}
+
+/**
+ * Overwrite, right before the rename: links the file at `target` to a
+ * hidden name beside it, so that removing the request's file (it failed
+ * later) puts the old one back. The request's own file stored there
+ * earlier (one name twice) is not kept: the file it replaced is, already.
+ * Every hidden name goes once nothing of the request removes its files
+ * (`Held.onRelease`). Returns it; `undefined` when no file is there.
+ */
+async function keepOld(req: Request, target: string, held: Held): Promise<string | undefined> {
+  const earlier = storedBy.get(req)?.get(target);
+  const current = await identityAt(target);
+  if (current === undefined) return undefined;
+  if (earlier !== undefined && current === earlier.identity) return earlier.kept;
+  const kept = join(dirname(target), `.pathgate-${randomUUID()}.old`);
+  try {
+    await link(target, kept);
+  } catch (error) {
+    return ifMissing(error as NodeJS.ErrnoException); // gone meanwhile: nothing to keep
+  }
+  held.onRelease.push(() => void unlink(kept).catch(() => {}));
+  return kept;
 }
 
 /**
  * Unlinks the file the request stored at `path`, unless the name holds
  * another by now: one another request stored there once this one's was
  * replaced (overwrite) or deleted by the app, whose 201 must stay true.
+ * The file it replaced, kept (`keepOld`), takes its name back in one
+ * rename: the name never lacks a file. Should that fail (the kept one
+ * gone), the request's file is unlinked all the same.
  */
 async function removeStored(req: Request, path: string): Promise<void> {
-  const ours = storedBy.get(req)?.get(path);
-  if (ours !== undefined && (await identityAt(path)) !== ours) return;
+  const stored = storedBy.get(req)?.get(path);
+  if (stored?.identity !== undefined && (await identityAt(path)) !== stored.identity) return;
+  if (stored?.kept !== undefined && (await putBack(stored.kept, path))) return;
   await unlink(path).catch(ifMissing);
 }
+
+/** Renames the kept file back to `path`; `false` when that fails. */
+const putBack = (kept: string, path: string) =>
+  rename(kept, path).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Stores the stream at `target`: written beside it, then renamed over it
  * (`overwrite`) or linked to its name (never replacing a file there: a 409)
  * once complete, so a cut-off, refused or failed upload leaves the target
- * as it was (and no reader sees a half-written file).
+ * as it was (and no reader sees a half-written file). A file it replaced
+ * comes back if the request fails later (`keepOld`, `removeStored`).
  */
-async function place(req: Request, file: File, target: string, temp: Created, overwrite: boolean) {
+async function place(req: Request, file: File, temp: Created, placement: Placement) {
+  const { target, overwrite, held } = placement;
   const size = await writeNew(file, temp);
   try {
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
@@ -273,10 +318,13 @@ async function place(req: Request, file: File, target: string, temp: Created, ov
     const identity = await identityAt(temp.path);
     // Checked again: a symlink, FIFO or hard link made there while the body arrived stays too.
     if (overwrite) await checkReplaceable(target);
-    // Checked last, right before the name is given: no await between the two.
+    // Checked right before the name is given: without overwrite no await
+    // between the two; with it, a failure while the old file is kept is
+    // caught below, as one during the rename, and the old file put back.
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
+    const kept = overwrite ? await keepOld(req, target, held) : undefined;
     await (overwrite ? rename(temp.path, target) : link(temp.path, target));
-    remember(req, target, identity);
+    remember(req, target, { identity, kept });
     // Failed while the name was given: multer's abort cleanup ran with the
     // temporary name, and will not run for this file again.
     if (failed(req)) {
@@ -340,7 +388,7 @@ async function store(req: Request, file: File, placement: Placement) {
       await ensureParent(root, target, held);
       return createFor(target, overwrite, realPathOf);
     });
-    return await place(req, file, target, created, overwrite);
+    return await place(req, file, created, placement);
   } catch (error) {
     await removeEmptyFolders(held, inPlace(realPathOf));
     throw error;
