@@ -13,6 +13,18 @@ export function swapBeforeOpen(folder: string, target: string): void {
   armed.set(folder, target);
 }
 
+/** Folders to move away before the next link or rename into them: where to, and the link left in their place. */
+const moves = new Map<string, { to: string; link: string }>();
+
+/**
+ * Arms a move: the next link or rename naming a file below `folder` first
+ * moves the folder to `to` and leaves a link to `link` in its place, as
+ * another process could once the file in it was created and checked.
+ */
+export function moveBeforeName(folder: string, to: string, link: string): void {
+  moves.set(folder, { to, link });
+}
+
 /** Folders to remove (empty) before the next opens below them, with how many times. */
 const removals = new Map<string, number>();
 
@@ -33,7 +45,9 @@ export function hideProc(hidden: boolean): void {
 
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
- * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`, and `readlink` failing on /proc while `hideProc` is on.
+ * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`, `link` and
+ * `rename` the moves armed by `moveBeforeName`, and `readlink` failing on
+ * /proc while `hideProc` is on.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -55,9 +69,25 @@ export async function withFolderSwap(
     }
     return fs.open(path, flags, mode);
   };
+  const moveArmed = async (path: unknown) => {
+    for (const [folder, { to, link }] of moves) {
+      if (!String(path).startsWith(`${folder}/`)) continue;
+      moves.delete(folder);
+      await fs.rename(folder, to);
+      await fs.symlink(link, folder);
+    }
+  };
+  const link: typeof fs.link = async (existing, path) => {
+    await moveArmed(path);
+    return fs.link(existing, path);
+  };
+  const rename: typeof fs.rename = async (from, to) => {
+    await moveArmed(to);
+    return fs.rename(from, to);
+  };
   const readlink = ((path: string, options: { encoding: 'buffer' }) =>
     procHidden && path.startsWith('/proc/')
       ? Promise.reject(Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' }))
       : fs.readlink(path, options)) as typeof fs.readlink;
-  return { ...fs, open, readlink };
+  return { ...fs, open, link, rename, readlink };
 }

@@ -303,6 +303,21 @@ const putBack = (kept: string, path: string) =>
   );
 
 /**
+ * Gives the written file its target's name: renamed over it (`overwrite`)
+ * or linked to it. Both names are in one folder, so the file can land only
+ * where its temporary name is. That name gone (ENOENT) means the folder was
+ * moved away since the file was checked, maybe a link left in its place: a
+ * 403, as the walk refuses such a folder, not a 500.
+ */
+async function giveName(path: string, target: string, overwrite: boolean): Promise<void> {
+  try {
+    await (overwrite ? rename(path, target) : link(path, target));
+  } catch (error) {
+    throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? refuse(NOT_A_DIRECTORY) : error;
+  }
+}
+
+/**
  * Stores the stream at `target`: written beside it, then renamed over it
  * (`overwrite`) or linked to its name (never replacing a file there: a 409)
  * once complete, so a cut-off, refused or failed upload leaves the target
@@ -323,7 +338,7 @@ async function place(req: Request, file: File, temp: Created, placement: Placeme
     // caught below, as one during the rename, and the old file put back.
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
     const kept = overwrite ? await keepOld(req, target, held) : undefined;
-    await (overwrite ? rename(temp.path, target) : link(temp.path, target));
+    await giveName(temp.path, target, overwrite);
     remember(req, target, { identity, kept });
     // Failed while the name was given: multer's abort cleanup ran with the
     // temporary name, and will not run for this file again.
@@ -428,9 +443,10 @@ export function storesSettled(req: Request): Promise<unknown> {
  * (`file.pathgatePath`). multer's diskStorage would follow symlinks and
  * overwrite. Node has no `openat2(RESOLVE_BENEATH)`: a folder swapped for a
  * link after the walk is followed by the open, and refused once the kernel
- * says where the file is (Linux, `confirmCreated`); a swap after that, before
- * the final link or rename, is not. Keep the upload tree writable by this
- * process only.
+ * says where the file is (Linux, `confirmCreated`); after that the file is
+ * named beside its temporary name (`giveName`), and only a swap between the
+ * two path lookups of that one system call goes unseen. Keep the upload
+ * tree writable by this process only.
  */
 export function safeDiskStorage(root: string, options?: DiskStorageOptions): StorageEngine {
   const overwrite = readOverwrite(options);

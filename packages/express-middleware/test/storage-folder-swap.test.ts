@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import type { Express, RequestHandler } from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { eventually } from '../../../test/fault-clients.js';
-import { hideProc, removeBeforeOpen, swapBeforeOpen } from '../../../test/folder-swap.js';
+import {
+  hideProc,
+  moveBeforeName,
+  removeBeforeOpen,
+  swapBeforeOpen,
+} from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
 import { entriesUnder, filePart, onApp, tempRoot, upload } from './helpers.js';
 
@@ -188,6 +193,57 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     } finally {
       parent.remove();
     }
+  });
+});
+
+// The folder moved away once the file in it was created and checked, before
+// the file gets its name (see moveBeforeName), and a link left in its place.
+// The link or rename names the file beside its temporary one: it can land
+// only in the folder that holds it (wherever that went), never at the link's target.
+describe('the safe disk storage, a folder moved away before the file is named', () => {
+  let away: string;
+  beforeAll(() => {
+    away = mkdtempSync(join(tmpdir(), 'pathgate-away-'));
+  });
+  afterEach(() => {
+    for (const name of readdirSync(away)) rmSync(join(away, name), { recursive: true });
+  });
+  afterAll(() => rmSync(away, { recursive: true, force: true }));
+
+  const named = (dir: string) => readdirSync(dir).filter((name) => !name.startsWith('.pathgate-'));
+
+  it.each(['/up', '/replace'])(
+    '%s, a link to another folder left: a 403 naming no path, no file named anywhere',
+    async (route) => {
+      await onApp(withUploads, async (port, root) => {
+        const moved = join(away, 'a');
+        moveBeforeName(join(root, 'uploads', 'a'), moved, outside);
+        const res = await upload(port, route, [filePart('doc', 'a/new.txt', 'escaped')]);
+        expect([res.status, res.json]).toEqual([
+          403,
+          {
+            status: 403,
+            code: STORAGE_CODES.NOT_A_DIRECTORY,
+            message: 'path component is not a directory',
+          },
+        ]);
+        expect(res.text).not.toContain(root);
+        expect(readdirSync(outside)).toEqual([]);
+        expect(named(moved)).toEqual([]);
+      });
+    },
+  );
+
+  // The README's stated limit: whoever can move the folder has the file anyway.
+  it('a link to where it went left: the file is named there, beside its temporary file', async () => {
+    await onApp(withUploads, async (port, root) => {
+      const moved = join(away, 'a');
+      moveBeforeName(join(root, 'uploads', 'a'), moved, moved);
+      const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'moved')]);
+      expect(res.status).toBe(201);
+      expect(readFileSync(join(moved, 'new.txt'), 'utf8')).toBe('moved');
+      expect(readdirSync(outside)).toEqual([]);
+    });
   });
 });
 
