@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXAMPLES, postFiles, type Running, send, start } from './examples.js';
 import { eventually } from './fault-clients.js';
-import { hideProc, swapBeforeOpen } from './folder-swap.js';
+import { hideProc, moveBeforeName, removeBeforeOpen, swapBeforeOpen } from './folder-swap.js';
 
 // A folder on the way to a file, swapped for a link to a folder outside the
 // sandbox after pathgate checked the path and before the server opens it (see
@@ -92,5 +92,42 @@ describe('the fastify example, an upload folder swapped for a link after the che
     expect(got.status).toBe(404);
     expect(JSON.parse(got.text)).toEqual(REFUSED);
     expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it('a folder moved away before the upload is named: a 404, the file named nowhere', async () => {
+    const folder = join(app.root, 'uploads', 'moving');
+    mkdirSync(folder);
+    const moved = join(outside, 'moved');
+    moveBeforeName(folder, moved, outside);
+    const got = await send(app.port, postFiles('/api/upload', ['file', 'moving/new.txt', 'data']));
+    expect(got.status).toBe(404);
+    expect(JSON.parse(got.text)).toEqual(REFUSED);
+    expect(readdirSync(outside)).toEqual(['moved']);
+    // Its temporary file stays where the folder went, under its dot name.
+    expect(readdirSync(moved).filter((name) => !name.startsWith('.upload-'))).toEqual([]);
+  });
+
+  // Failed uploads beside this one, each taking back the new folder they share.
+  it('a new folder removed three times before the file is created: the upload is stored', async () => {
+    const folder = join(app.root, 'uploads', 'shared-new');
+    removeBeforeOpen(folder, 3);
+    const got = await send(
+      app.port,
+      postFiles('/api/upload', ['file', 'shared-new/x.txt', 'kept']),
+    );
+    expect(got.status).toBe(201);
+    expect(readdirSync(folder)).toEqual(['x.txt']);
+  });
+
+  it('a new folder removed every time: a 404, not a loop, and nothing stored', async () => {
+    const folder = join(app.root, 'uploads', 'always-gone');
+    removeBeforeOpen(folder, 1000);
+    const got = await send(
+      app.port,
+      postFiles('/api/upload', ['file', 'always-gone/x.txt', 'lost']),
+    );
+    removeBeforeOpen(folder, 0);
+    expect(got.status).toBe(404);
+    expect(readdirSync(join(app.root, 'uploads'))).not.toContain('always-gone');
   });
 });

@@ -168,6 +168,9 @@ export async function removeFile(path: string): Promise<void> {
 /** An upload's byte stream; busboy sets `truncated` when the size limit cut it short. */
 export type UploadStream = Readable & { truncated?: boolean };
 
+/** How many times an upload makes its folders and creates its file while a folder on the way keeps going. */
+const CREATE_ATTEMPTS = 4;
+
 /**
  * The folders made by uploads in flight, with how many uploads in flight hold
  * each: the one that made it, and those that walked into it since. Any of
@@ -239,20 +242,21 @@ export class Uploads {
   }
 
   /**
-   * Makes the folders and creates the temporary file; once more if a
-   * folder on the way is gone (a failed upload beside this one removed it,
-   * empty until this file is created in it).
+   * Makes the folders and creates the temporary file; again while a folder
+   * on the way is gone (failed uploads beside this one remove it, empty
+   * until this file is created in it; several can fail in turn), up to
+   * `CREATE_ATTEMPTS` times: one that keeps going ends in the error.
    */
-  private createBeside(temp: string): Promise<FileHandle> {
+  private async createBeside(temp: string): Promise<FileHandle> {
     const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
-    const attempt = async () => {
-      await this.enter(temp);
-      return open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
-    };
-    const again = (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-      return attempt();
-    };
-    return attempt().catch(again).catch(parentError);
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.enter(temp);
+        return await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+      } catch (error) {
+        const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
+        if (!gone || tries === CREATE_ATTEMPTS) parentError(error as NodeJS.ErrnoException);
+      }
+    }
   }
 }
