@@ -32,6 +32,13 @@ vi.mock('node:fs/promises', async (importOriginal) =>
 const linux = process.platform === 'linux';
 const descriptors = () => readdirSync('/proc/self/fd').length;
 
+/** The storage's answer to a folder that is not where its walk checked it. */
+const REFUSED = {
+  status: 403,
+  code: STORAGE_CODES.NOT_A_DIRECTORY,
+  message: 'path component is not a directory',
+};
+
 const stored: RequestHandler = (req, res) => {
   res.status(201).json({ files: (req.files as Express.Multer.File[]).map((f) => f.originalname) });
 };
@@ -65,14 +72,7 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
         swapBeforeOpen(join(root, 'uploads', 'a'), outside);
         const res = await upload(port, route, [filePart('doc', 'a/new.txt', 'escaped')]);
         expect(lstatSync(join(root, 'uploads', 'a')).isSymbolicLink()).toBe(true); // swapped
-        expect([res.status, res.json]).toEqual([
-          403,
-          {
-            status: 403,
-            code: STORAGE_CODES.NOT_A_DIRECTORY,
-            message: 'path component is not a directory',
-          },
-        ]);
+        expect([res.status, res.json]).toEqual([403, REFUSED]);
         expect(res.text).not.toContain(root);
         expect(res.text).not.toContain(outside);
         // Its own temporary file, created outside, is removed: not one byte stays there.
@@ -219,14 +219,7 @@ describe('the safe disk storage, a folder moved away before the file is named', 
         const moved = join(away, 'a');
         moveBeforeName(join(root, 'uploads', 'a'), moved, outside);
         const res = await upload(port, route, [filePart('doc', 'a/new.txt', 'escaped')]);
-        expect([res.status, res.json]).toEqual([
-          403,
-          {
-            status: 403,
-            code: STORAGE_CODES.NOT_A_DIRECTORY,
-            message: 'path component is not a directory',
-          },
-        ]);
+        expect([res.status, res.json]).toEqual([403, REFUSED]);
         expect(res.text).not.toContain(root);
         expect(readdirSync(outside)).toEqual([]);
         expect(named(moved)).toEqual([]);
