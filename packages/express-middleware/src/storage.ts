@@ -245,8 +245,21 @@ const identityOf = (stat: BigIntStats) => `${stat.dev}:${stat.ino}:${stat.birtht
  */
 interface Stored {
   readonly identity: string | undefined;
-  readonly kept: string | undefined;
+  readonly kept: Kept | undefined;
 }
+
+/** A file an overwrite replaced, at its hidden name; `identity` (`identityAt`) says which file it is. */
+interface Kept {
+  readonly path: string;
+  identity: string;
+}
+
+/**
+ * The kept files of the requests in flight, by the file each holds: a
+ * request whose file another request replaced (and keeps), that then
+ * fails, finds it there (`handOver`).
+ */
+const keptFiles = new Map<string, Kept>();
 
 /** The file each request stored at each of its targets: the one its removal may unlink. */
 const storedBy = new WeakMap<Request, Map<string, Stored>>();
@@ -265,18 +278,25 @@ function remember(req: Request, target: string, stored: Stored): void {
  * Every hidden name goes once nothing of the request removes its files
  * (`Held.onRelease`). Returns it; `undefined` when no file is there.
  */
-async function keepOld(req: Request, target: string, held: Held): Promise<string | undefined> {
+async function keepOld(req: Request, target: string, held: Held): Promise<Kept | undefined> {
   const earlier = storedBy.get(req)?.get(target);
   const current = await identityAt(target);
   if (current === undefined) return undefined;
   if (earlier !== undefined && current === earlier.identity) return earlier.kept;
-  const kept = join(dirname(target), `.pathgate-${randomUUID()}.old`);
+  const kept: Kept = {
+    path: join(dirname(target), `.pathgate-${randomUUID()}.old`),
+    identity: current,
+  };
   try {
-    await link(target, kept);
+    await link(target, kept.path);
   } catch (error) {
     return ifMissing(error as NodeJS.ErrnoException); // gone meanwhile: nothing to keep
   }
-  held.onRelease.push(() => void unlink(kept).catch(() => {}));
+  keptFiles.set(current, kept);
+  held.onRelease.push(() => {
+    if (keptFiles.get(kept.identity) === kept) keptFiles.delete(kept.identity);
+    void unlink(kept.path).catch(() => {});
+  });
   return kept;
 }
 
@@ -286,16 +306,36 @@ async function keepOld(req: Request, target: string, held: Held): Promise<string
  * replaced (overwrite) or deleted by the app, whose 201 must stay true.
  * The file it replaced, kept (`keepOld`), takes its name back in one
  * rename: the name never lacks a file. Should that fail (the kept one
- * gone), the request's file is unlinked all the same.
+ * gone), the request's file is unlinked all the same. A file of its
+ * replaced since is no longer its to remove, only to hand over (`handOver`).
  */
 async function removeStored(req: Request, path: string): Promise<void> {
   const stored = storedBy.get(req)?.get(path);
-  if (stored?.identity !== undefined && (await identityAt(path)) !== stored.identity) return;
-  if (stored?.kept !== undefined && (await putBack(stored.kept, path))) return;
+  const { identity, kept } = stored ?? {};
+  if (identity !== undefined && (await identityAt(path)) !== identity)
+    return handOver(identity, kept);
+  if (kept !== undefined && (await putBack(kept.path, path))) return;
   await unlink(path).catch(ifMissing);
 }
 
-/** Renames the kept file back to `path`; `false` when that fails. */
+/**
+ * The request's file, replaced since by another request's that keeps it
+ * (`keepOld`), must not come back should that one fail too: what this
+ * request replaced takes its place there, the kept file or (none) nothing.
+ */
+async function handOver(identity: string, kept: Kept | undefined): Promise<void> {
+  const keeper = keptFiles.get(identity);
+  if (keeper === undefined) return;
+  keptFiles.delete(identity);
+  if (kept !== undefined) {
+    keeper.identity = kept.identity;
+    keptFiles.set(kept.identity, keeper);
+    if (await putBack(kept.path, keeper.path)) return;
+  }
+  await unlink(keeper.path).catch(() => {});
+}
+
+/** Renames the kept file to `path`; `false` when that fails. */
 const putBack = (kept: string, path: string) =>
   rename(kept, path).then(
     () => true,

@@ -153,3 +153,28 @@ describe('overwrite, the request succeeds', () => {
     expect(await until(() => readdirSync(uploads()).join() === 'other.txt,report.txt')).toBe(true);
   });
 });
+
+describe('overwrite, two requests replace one name in turn and both fail', () => {
+  const tooLarge = [filePart('f', 'other.txt', 'x'.repeat(5000))];
+
+  /** The first stores `first` at `name`, the second `second` over it; the first fails, then the second. */
+  async function bothFail(name: string, first: string, second: string) {
+    const earlier = await firstStored({ [name]: first }, tooLarge);
+    const later = await firstStored({ [name]: second }, tooLarge);
+    earlier.req.end(earlier.restBody);
+    expect((await earlier.answer).status).toBe(413);
+    later.req.end(later.restBody);
+    expect((await later.answer).status).toBe(413);
+  }
+
+  it('the first to store fails first: version 1 comes back, not its file', async () => {
+    await bothFail('report.txt', 'version 2', 'version 3');
+    expect(await until(onlyTheTarget)).toBe(true);
+    expect(content()).toBe('version 1');
+  });
+
+  it('a name that held nothing before either: nothing there after both', async () => {
+    await bothFail('new.txt', 'version 2', 'version 3');
+    expect(await until(onlyTheTarget)).toBe(true);
+  });
+});
