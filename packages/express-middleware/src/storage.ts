@@ -276,7 +276,8 @@ function remember(req: Request, target: string, stored: Stored): void {
  * later) puts the old one back. The request's own file stored there
  * earlier (one name twice) is not kept: the file it replaced is, already.
  * Every hidden name goes once nothing of the request removes its files
- * (`Held.onRelease`). Returns it; `undefined` when no file is there.
+ * (`Held.onRelease`). Returns it; `undefined` when no file is there. A
+ * file that cannot be linked is not replaced (`NOT_A_FILE`).
  */
 async function keepOld(req: Request, target: string, held: Held): Promise<Kept | undefined> {
   const earlier = storedBy.get(req)?.get(target);
@@ -290,6 +291,9 @@ async function keepOld(req: Request, target: string, held: Held): Promise<Kept |
   try {
     await link(target, kept.path);
   } catch (error) {
+    // Linux's protected_hardlinks: another user's file this process may not
+    // write. The rename would replace it, with no way to bring it back.
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') throw refuse(NOT_A_FILE);
     return ifMissing(error as NodeJS.ErrnoException); // gone meanwhile: nothing to keep
   }
   keptFiles.set(current, kept);
