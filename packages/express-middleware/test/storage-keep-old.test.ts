@@ -177,4 +177,18 @@ describe('overwrite, two requests replace one name in turn and both fail', () =>
     await bothFail('new.txt', 'version 2', 'version 3');
     expect(await until(onlyTheTarget)).toBe(true);
   });
+
+  it('three in turn, the second failing first, then the first, then the third: version 1', async () => {
+    const [first, second, third] = [
+      await firstStored({ 'report.txt': 'version 2' }, tooLarge),
+      await firstStored({ 'report.txt': 'version 3' }, tooLarge),
+      await firstStored({ 'report.txt': 'version 4' }, tooLarge),
+    ];
+    for (const sent of [second, first, third]) {
+      sent.req.end(sent.restBody);
+      expect((await sent.answer).status).toBe(413);
+    }
+    expect(await until(onlyTheTarget)).toBe(true);
+    expect(content()).toBe('version 1');
+  });
 });
