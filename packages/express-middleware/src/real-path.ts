@@ -1,4 +1,5 @@
 import { type FileHandle, readlink, realpath } from 'node:fs/promises';
+import { ifMissing } from './file-identity.js';
 
 // Where an open file really is, read back from the kernel, against where the
 // storage checked it: a folder on the way swapped for a link between the walk
@@ -45,10 +46,5 @@ export const inPlace =
  * `undefined` where /proc cannot be read (ENOENT: none, as on macOS).
  */
 export function openedAt(handle: FileHandle): Promise<Buffer | undefined> {
-  return readlink(`/proc/self/fd/${handle.fd}`, { encoding: 'buffer' }).catch(
-    (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    },
-  );
+  return readlink(`/proc/self/fd/${handle.fd}`, { encoding: 'buffer' }).catch(ifMissing);
 }

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { link, rename, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Request } from 'express';
+import { identityAt, ifMissing } from './file-identity.js';
+import type { Held } from './folders.js';
+import { NOT_A_FILE, refuse } from './storage-refusals.js';
+
+// What each request stored, and with `overwrite` what it replaced (kept
+// under a hidden name): a request that fails later removes its files by
+// identity and puts the replaced ones back.
+
+/**
+ * What a request stored at a target: its file (`identityAt`), and with
+ * `overwrite` the file it replaced, kept under a hidden name (`keepOld`).
+ */
+interface Stored {
+  readonly identity: string | undefined;
+  readonly kept: Kept | undefined;
+}
+
+/** A file an overwrite replaced, at its hidden name; `identity` (`identityAt`) says which file it is. */
+interface Kept {
+  readonly path: string;
+  identity: string;
+}
+
+/**
+ * The kept files of the requests in flight, by the file each holds: a
+ * request whose file another request replaced (and keeps), that then
+ * fails, finds it there (`handOver`).
+ */
+const keptFiles = new Map<string, Kept>();
+
+/** The file each request stored at each of its targets: the one its removal may unlink. */
+const storedBy = new WeakMap<Request, Map<string, Stored>>();
+
+export function remember(req: Request, target: string, stored: Stored): void {
+  const targets = storedBy.get(req) ?? new Map<string, Stored>();
+  storedBy.set(req, targets);
+  targets.set(target, stored);
+}
+
+/**
+ * Overwrite, right before the rename: links the file at `target` to a
+ * hidden name beside it, so that removing the request's file (it failed
+ * later) puts the old one back. The request's own file stored there
+ * earlier (one name twice) is not kept: the file it replaced is, already.
+ * Every hidden name goes once nothing of the request removes its files
+ * (`Held.onRelease`). Returns it; `undefined` when no file is there. A
+ * file that cannot be linked is not replaced (`NOT_A_FILE`).
+ */
+export async function keepOld(req: Request, target: string, held: Held): Promise<Kept | undefined> {
+  const earlier = storedBy.get(req)?.get(target);
+  const current = await identityAt(target);
+  if (current === undefined) return undefined;
+  if (earlier !== undefined && current === earlier.identity) return earlier.kept;
+  const kept: Kept = {
+    path: join(dirname(target), `.pathgate-${randomUUID()}.old`),
+    identity: current,
+  };
+  try {
+    await link(target, kept.path);
+  } catch (error) {
+    // Linux's protected_hardlinks: another user's file this process may not
+    // write. The rename would replace it, with no way to bring it back.
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') throw refuse(NOT_A_FILE);
+    return ifMissing(error as NodeJS.ErrnoException); // gone meanwhile: nothing to keep
+  }
+  keptFiles.set(current, kept);
+  held.onRelease.push(() => {
+    if (keptFiles.get(kept.identity) === kept) keptFiles.delete(kept.identity);
+    void unlink(kept.path).catch(() => {});
+  });
+  return kept;
+}
+
+/**
+ * Unlinks the file the request stored at `path`, unless the name holds
+ * another by now: one another request stored there once this one's was
+ * replaced (overwrite) or deleted by the app, whose 201 must stay true.
+ * The file it replaced, kept (`keepOld`), takes its name back in one
+ * rename: the name never lacks a file. Should that fail (the kept one
+ * gone), the request's file is unlinked all the same. A file of its
+ * replaced since is no longer its to remove, only to hand over (`handOver`).
+ */
+export async function removeStored(req: Request, path: string): Promise<void> {
+  const stored = storedBy.get(req)?.get(path);
+  const { identity, kept } = stored ?? {};
+  if (identity !== undefined && (await identityAt(path)) !== identity)
+    return handOver(identity, kept);
+  if (kept !== undefined && (await putBack(kept.path, path))) return;
+  await unlink(path).catch(ifMissing);
+}
+
+/**
+ * The request's file, replaced since by another request's that keeps it
+ * (`keepOld`), must not come back should that one fail too: what this
+ * request replaced takes its place there, the kept file or (none) nothing.
+ */
+async function handOver(identity: string, kept: Kept | undefined): Promise<void> {
+  const keeper = keptFiles.get(identity);
+  if (keeper === undefined) return;
+  keptFiles.delete(identity);
+  if (kept !== undefined) {
+    keeper.identity = kept.identity;
+    keptFiles.set(kept.identity, keeper);
+    if (await putBack(kept.path, keeper.path)) return;
+  }
+  await unlink(keeper.path).catch(() => {});
+}
+
+/** Renames the kept file to `path`; `false` when that fails. */
+const putBack = (kept: string, path: string) =>
+  rename(kept, path).then(
+    () => true,
+    () => false,
+  );
