@@ -13,6 +13,19 @@ export function swapBeforeOpen(folder: string, target: string): void {
   armed.set(folder, target);
 }
 
+/** Folders to swap for a link on the next use of them or of a path below them, with the link's target. */
+const armedUse = new Map<string, string>();
+
+/**
+ * Arms a swap like `swapBeforeOpen`, earlier: before the next open, lstat,
+ * readdir, unlink or link naming `folder` itself or a path below it, as
+ * another process could between pathgate's check and the server's first use
+ * of the path.
+ */
+export function swapBeforeUse(folder: string, target: string): void {
+  armedUse.set(folder, target);
+}
+
 /** Folders to move away before the next link or rename into them: where to, and the link left in their place. */
 const moves = new Map<string, { to: string; link: string }>();
 
@@ -23,6 +36,19 @@ const moves = new Map<string, { to: string; link: string }>();
  */
 export function moveBeforeName(folder: string, to: string, link: string): void {
   moves.set(folder, { to, link });
+}
+
+/** Folders to move away before the next unlink or link below them, by path or descriptor: as `moves`. */
+const openedMoves = new Map<string, { to: string; link: string }>();
+
+/**
+ * Arms a move like `moveBeforeName`, on the next unlink or link naming a
+ * file below `folder` by its path or through a descriptor open on the folder
+ * (`/proc/self/fd/<fd>/<name>`): as another process could once the server
+ * opened the folder.
+ */
+export function moveOnceOpened(folder: string, to: string, link: string): void {
+  openedMoves.set(folder, { to, link });
 }
 
 /** Folders to remove (empty) before the next opens below them, with how many times. */
@@ -46,7 +72,9 @@ export function hideProc(hidden: boolean): void {
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
  * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`, `link` and
- * `rename` the moves armed by `moveBeforeName`, and `readlink` failing on
+ * `rename` the moves armed by `moveBeforeName`, `open`, `lstat`, `readdir`,
+ * `unlink` and `link` the swaps armed by `swapBeforeUse`, `unlink` and
+ * `link` the moves armed by `moveOnceOpened`, and `readlink` failing on
  * /proc while `hideProc` is on.
  * Everything else is the real module.
  */
@@ -54,7 +82,29 @@ export async function withFolderSwap(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
   const fs = await importOriginal();
+  const swapUsed = async (path: unknown) => {
+    for (const [folder, target] of armedUse) {
+      if (String(path) !== folder && !String(path).startsWith(`${folder}/`)) continue;
+      armedUse.delete(folder);
+      await fs.rm(folder, { recursive: true });
+      await fs.symlink(target, folder);
+    }
+  };
+  // A path through a descriptor names a file where the descriptor's folder is.
+  const named = async (path: unknown) => {
+    const [, fd, rest] = /^(\/proc\/self\/fd\/\d+)(\/.*)$/.exec(String(path)) ?? [];
+    return fd === undefined ? String(path) : `${await fs.readlink(fd)}${rest}`;
+  };
+  const moveOpened = async (path: unknown) => {
+    for (const [folder, { to, link }] of openedMoves) {
+      if (!(await named(path)).startsWith(`${folder}/`)) continue;
+      openedMoves.delete(folder);
+      await fs.rename(folder, to);
+      await fs.symlink(link, folder);
+    }
+  };
   const open: typeof fs.open = async (path, flags, mode) => {
+    await swapUsed(path);
     for (const [folder, target] of armed) {
       if (!String(path).startsWith(`${folder}/`)) continue;
       armed.delete(folder);
@@ -78,9 +128,24 @@ export async function withFolderSwap(
     }
   };
   const link: typeof fs.link = async (existing, path) => {
+    for (const named of [existing, path]) await swapUsed(named);
+    await moveOpened(path);
     await moveArmed(path);
     return fs.link(existing, path);
   };
+  const unlink: typeof fs.unlink = async (path) => {
+    await swapUsed(path);
+    await moveOpened(path);
+    return fs.unlink(path);
+  };
+  const lstat = (async (path: string, options?: object) => {
+    await swapUsed(path);
+    return fs.lstat(path, options);
+  }) as typeof fs.lstat;
+  const readdir = (async (path: string, options?: object) => {
+    await swapUsed(path);
+    return fs.readdir(path, options as undefined);
+  }) as typeof fs.readdir;
   const rename: typeof fs.rename = async (from, to) => {
     await moveArmed(to);
     return fs.rename(from, to);
@@ -89,5 +154,5 @@ export async function withFolderSwap(
     procHidden && path.startsWith('/proc/')
       ? Promise.reject(Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' }))
       : fs.readlink(path, options)) as typeof fs.readlink;
-  return { ...fs, open, link, rename, readlink };
+  return { ...fs, open, lstat, readdir, link, unlink, rename, readlink };
 }
