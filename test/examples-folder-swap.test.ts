@@ -1,10 +1,35 @@
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EXAMPLES, postFiles, type Running, send, start } from './examples.js';
+import {
+  EXAMPLES,
+  type Got,
+  postFiles,
+  postJson,
+  type Running,
+  type Sent,
+  send,
+  start,
+} from './examples.js';
 import { eventually } from './fault-clients.js';
-import { hideProc, moveBeforeName, removeBeforeOpen, swapBeforeOpen } from './folder-swap.js';
+import {
+  hideProc,
+  moveBeforeName,
+  moveOnceOpened,
+  removeBeforeOpen,
+  swapBeforeOpen,
+  swapBeforeUse,
+} from './folder-swap.js';
 
 // A folder on the way to a file, swapped for a link to a folder outside the
 // sandbox after pathgate checked the path and before the server opens it (see
@@ -66,6 +91,153 @@ describe.each(EXAMPLES)(
         expect([got.status, got.text]).toEqual([200, 'inside']);
       }
       hideProc(false);
+    });
+  },
+);
+
+/** A delete, a move or a listing naming a path below `uploads/<folder>`. */
+interface Act {
+  what: string;
+  sent: (folder: string) => Sent;
+}
+
+const DELETE: Act = {
+  what: 'a delete',
+  sent: (folder) => ({ method: 'DELETE', path: `/files/uploads/${folder}/note.txt` }),
+};
+const MOVE_OUT: Act = {
+  what: 'a move from it',
+  sent: (folder) =>
+    postJson(
+      '/api/move',
+      JSON.stringify({ from: `uploads/${folder}/note.txt`, to: `uploads/${folder}-landed.txt` }),
+    ),
+};
+const MOVE_IN: Act = {
+  what: 'a move into it',
+  sent: (folder) =>
+    postJson(
+      '/api/move',
+      JSON.stringify({ from: `uploads/${folder}-source.txt`, to: `uploads/${folder}/new.txt` }),
+    ),
+};
+const LIST: Act = {
+  what: 'a listing below it',
+  sent: (folder) => ({ path: `/api/list?dir=uploads/${folder}/sub` }),
+};
+const ACTS = [DELETE, MOVE_OUT, MOVE_IN, LIST];
+
+/** Every name below `dir`, sorted: what a request may have changed there. */
+const tree = (dir: string) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+
+describe.each(EXAMPLES)(
+  'the $name example, a delete, a move or a listing through a folder swapped for a link',
+  (example) => {
+    let app: Running;
+    let outside: string;
+    beforeAll(async () => {
+      app = await start(example);
+      outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
+    });
+    afterAll(async () => {
+      hideProc(false);
+      await app.stop();
+      rmSync(outside, { recursive: true, force: true });
+    });
+
+    /**
+     * `uploads/<name>/` and its twin outside, each with `note.txt` and
+     * `sub/only-<where>.txt`, and `uploads/<name>-source.txt` to move in.
+     */
+    const twins = (name: string) => {
+      const folder = join(app.root, 'uploads', name);
+      const twin = join(outside, name);
+      for (const [dir, where] of [
+        [folder, 'inside'],
+        [twin, 'outside'],
+      ] as const) {
+        mkdirSync(join(dir, 'sub'), { recursive: true });
+        writeFileSync(join(dir, 'note.txt'), where);
+        writeFileSync(join(dir, 'sub', `only-${where}.txt`), where);
+      }
+      writeFileSync(join(app.root, 'uploads', `${name}-source.txt`), 'moved in');
+      return { folder, twin };
+    };
+
+    /** Whether `got` or the outside twin shows the request reached outside. */
+    const reachedOutside = (got: Got, twin: string, before: string[]) =>
+      got.text.includes('only-outside') || tree(twin).join() !== before.join();
+
+    it.skipIf(!linux).each(ACTS)(
+      '$what, swapped after the check: a 404 naming no path, nothing outside touched',
+      async ({ what, sent }) => {
+        const { folder, twin } = twins(`swapped-${what.replaceAll(' ', '-')}`);
+        const before = tree(twin);
+        const open = descriptors();
+        swapBeforeUse(folder, twin);
+        const got = await send(app.port, sent(basename(folder)));
+        expect(lstatSync(folder).isSymbolicLink()).toBe(true); // the swap did happen
+        expect(reachedOutside(got, twin, before)).toBe(false);
+        expect(existsSync(`${folder}-landed.txt`)).toBe(false); // no outside file moved in
+        expect([got.status, JSON.parse(got.text)]).toEqual([404, REFUSED]);
+        // The refused folder was closed, not left to the garbage collector
+        // (at most: the sockets of the tests before may still be closing).
+        expect(await eventually(() => descriptors() <= open)).toBe(true);
+      },
+    );
+
+    // What the READMEs state: without /proc the server cannot tell, and follows the link.
+    it.each(ACTS)(
+      '$what, where /proc cannot be read: the link is followed',
+      async ({ what, sent }) => {
+        const { folder, twin } = twins(`unseen-${what.replaceAll(' ', '-')}`);
+        const before = tree(twin);
+        hideProc(true);
+        swapBeforeUse(folder, twin);
+        const got = await send(app.port, sent(basename(folder))).finally(() => hideProc(false));
+        expect(got.status).toBe(200);
+        expect(reachedOutside(got, twin, before)).toBe(true);
+      },
+    );
+
+    it.skipIf(!linux).each([
+      { ...DELETE, after: ['sub', 'sub/only-inside.txt'] },
+      { ...MOVE_IN, after: ['new.txt', 'note.txt', 'sub', 'sub/only-inside.txt'] },
+    ] as const)(
+      '$what, the folder moved away once opened and a link left: it acts in the moved folder, never outside',
+      async ({ what, sent, after }) => {
+        const { folder, twin } = twins(`moved-${what.replaceAll(' ', '-')}`);
+        const before = tree(twin);
+        const open = descriptors();
+        moveOnceOpened(folder, `${twin}-moved`, twin);
+        const got = await send(app.port, sent(basename(folder)));
+        expect(lstatSync(folder).isSymbolicLink()).toBe(true); // the move did happen
+        expect(got.status).toBe(200);
+        expect(tree(twin)).toEqual(before);
+        expect(tree(`${twin}-moved`)).toEqual(after);
+        expect(await eventually(() => descriptors() <= open)).toBe(true);
+      },
+    );
+
+    it('with no folder swapped, the moves, a listing and a delete work, also where /proc cannot be read', async () => {
+      for (const hidden of [false, true]) {
+        const { folder } = twins(`kept-${hidden}`);
+        const name = basename(folder);
+        hideProc(hidden);
+        const sent = [
+          ...[MOVE_OUT, MOVE_IN, LIST].map((act) => act.sent(name)),
+          { method: 'DELETE', path: `/files/uploads/${name}/new.txt` },
+        ];
+        const got: Got[] = [];
+        for (const one of sent) got.push(await send(app.port, one));
+        hideProc(false);
+        expect(got.map(({ status }) => status)).toEqual([200, 200, 200, 200]);
+        expect(JSON.parse(got[2]?.text ?? '')).toEqual({
+          entries: [{ name: 'only-inside.txt', type: 'file', size: 6 }],
+        });
+        expect(tree(folder)).toEqual(['sub', 'sub/only-inside.txt']);
+        expect(readFileSync(`${folder}-landed.txt`, 'utf8')).toBe('inside');
+      }
     });
   },
 );

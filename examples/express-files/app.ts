@@ -73,7 +73,7 @@ export function buildApp(root: string): Express {
   });
 
   app.get('/api/list', gate.read({ query: 'dir' }), async (req, res) => {
-    res.json({ entries: await listDir(checkedPath(req.pathgate, 'query', 'dir')) });
+    res.json({ entries: await listDir(checkedPath(req.pathgate, 'query', 'dir'), realRoot) });
   });
 
   app.get(FILES, gate.read({ params: '*' }), async (req, res) => {
@@ -88,14 +88,14 @@ export function buildApp(root: string): Express {
 
   app.delete(FILES, gate.write({ params: '*' }), async (req, res) => {
     const path = checkedPath(req.pathgate, 'params', '*');
-    await removeFile(path);
+    await removeFile(path, realRoot);
     res.json({ deleted: shown(path) });
   });
 
   app.post('/api/move', gate.write({ body: 'from' }, { body: 'to' }), async (req, res) => {
     const from = checkedPath(req.pathgate, 'body', 'from');
     const to = checkedPath(req.pathgate, 'body', 'to');
-    await moveFile(from, to);
+    await moveFile(from, to, realRoot);
     res.json({ moved: shown(from), to: shown(to) });
   });
 

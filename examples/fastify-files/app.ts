@@ -30,7 +30,9 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
   app.get(
     '/api/list',
     { config: { pathgate: { mode: 'read', paths: [{ query: 'dir' }] } } },
-    async (request) => ({ entries: await listDir(checkedPath(request.pathgate, 'query', 'dir')) }),
+    async (request) => ({
+      entries: await listDir(checkedPath(request.pathgate, 'query', 'dir'), realRoot),
+    }),
   );
 
   app.get(
@@ -47,7 +49,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     { config: { pathgate: { mode: 'write', paths: [{ params: '*' }] } } },
     async (request) => {
       const path = checkedPath(request.pathgate, 'params', '*');
-      await removeFile(path);
+      await removeFile(path, realRoot);
       return { deleted: shown(path) };
     },
   );
@@ -58,7 +60,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     async (request) => {
       const from = checkedPath(request.pathgate, 'body', 'from');
       const to = checkedPath(request.pathgate, 'body', 'to');
-      await moveFile(from, to);
+      await moveFile(from, to, realRoot);
       return { moved: shown(from), to: shown(to) };
     },
   );

@@ -12,7 +12,7 @@ import {
   rmdir,
   unlink,
 } from 'node:fs/promises';
-import { dirname, extname, join } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RealRoot } from './real-root.js';
@@ -93,20 +93,51 @@ async function closingOnFailure<T>(handle: FileHandle, checks: () => Promise<T>)
   }
 }
 
+/**
+ * Runs `use` in the checked folder `dir`, opened once and confirmed the one
+ * checked (else a 404, as a download): `use` names its entries through the
+ * open folder (`RealRoot.through`), so a folder on the way swapped for a
+ * link after the open is not followed either. Closed whatever `use` does;
+ * fs errors answered as the client's where they are (`clientError`).
+ */
+async function inFolder<T>(
+  dir: string,
+  root: RealRoot,
+  use: (entry: (name: string) => string) => Promise<T>,
+): Promise<T> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY).catch(clientError);
+  try {
+    const base = await root.through(handle, dir);
+    if (base === undefined) throw noSuchFile();
+    return await use((name) => `${base}/${name}`);
+  } catch (error) {
+    return clientError(error);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Refuses (400) an entry that is not a regular file: a folder, a link, a socket. */
+async function requireFile(entry: string): Promise<void> {
+  if (!(await lstat(entry)).isFile()) throw new FileApiError(400, 'not a file');
+}
+
 /** A folder's entries, sorted by name. Links are listed, never followed. */
-export async function listDir(path: string): Promise<Entry[]> {
+export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
   if (!info.isDirectory()) throw new FileApiError(400, 'not a folder');
-  const names = await readdir(path).catch(clientError);
-  const entries = await Promise.all(
-    names.map(async (name): Promise<Entry | undefined> => {
-      // A file removed since readdir is simply not listed.
-      const entry = await lstat(join(path, name)).catch(() => undefined);
-      if (entry === undefined) return undefined;
-      const dir = entry.isDirectory();
-      return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : entry.size };
-    }),
-  );
+  const entries = await inFolder(path, root, async (entry) => {
+    const names = await readdir(entry(''));
+    return Promise.all(
+      names.map(async (name): Promise<Entry | undefined> => {
+        // A file removed since readdir is simply not listed.
+        const info = await lstat(entry(name)).catch(() => undefined);
+        if (info === undefined) return undefined;
+        const dir = info.isDirectory();
+        return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : info.size };
+      }),
+    );
+  });
   return entries
     .filter((entry): entry is Entry => entry !== undefined)
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -145,24 +176,33 @@ export async function openFile(path: string, root: RealRoot): Promise<Download> 
 
 /**
  * Moves a file, creating the target's folders. The link-then-unlink never
- * replaces an existing target (rename would, silently).
+ * replaces an existing target (rename would, silently). Both run in the
+ * folders checked (`inFolder`); the target's is made first, by name.
  */
-export async function moveFile(from: string, to: string): Promise<void> {
-  const info = await lstat(from).catch(clientError);
-  if (!info.isFile()) throw new FileApiError(400, 'not a file');
-  await makeParents(to).catch(parentError);
-  await link(from, to).catch(clientError);
-  await unlink(from).catch(async (error: unknown) => {
-    // Another request moved or deleted it meanwhile: this copy must not stay.
-    await unlink(to).catch(() => {});
-    return clientError(error);
+export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
+  await inFolder(dirname(from), root, async (fromEntry) => {
+    const source = fromEntry(basename(from));
+    await requireFile(source);
+    await makeParents(to).catch(parentError);
+    await inFolder(dirname(to), root, async (toEntry) => {
+      const target = toEntry(basename(to));
+      await link(source, target);
+      await unlink(source).catch(async (error: unknown) => {
+        // Another request moved or deleted it meanwhile: this copy must not stay.
+        await unlink(target).catch(() => {});
+        throw error;
+      });
+    });
   });
 }
 
-export async function removeFile(path: string): Promise<void> {
-  const info = await lstat(path).catch(clientError);
-  if (!info.isFile()) throw new FileApiError(400, 'not a file');
-  await unlink(path).catch(clientError);
+/** Deletes a file, in the folder checked (`inFolder`). */
+export async function removeFile(path: string, root: RealRoot): Promise<void> {
+  await inFolder(dirname(path), root, async (entry) => {
+    const file = entry(basename(path));
+    await requireFile(file);
+    await unlink(file);
+  });
 }
 
 /** An upload's byte stream; busboy sets `truncated` when the size limit cut it short. */

@@ -21,19 +21,42 @@ export class RealRoot {
    * the check before the open stands alone.
    */
   async holds(handle: FileHandle, path: string): Promise<boolean> {
-    const under = relative(this.root, path);
-    if (under === '..' || under.startsWith('../')) return false;
+    return (await this.through(handle, path)) !== undefined;
+  }
+
+  /**
+   * A path to what is open on `handle`, checked at `path`: the descriptor's
+   * (`/proc/self/fd/<fd>`), which the kernel follows to the file or folder
+   * opened wherever it went since, never again along `path`; `path` itself
+   * where /proc cannot be read (see `holds`); undefined when what is open is
+   * not what was checked.
+   */
+  async through(handle: FileHandle, path: string): Promise<string | undefined> {
+    const expected = this.expected(path);
+    if (expected === undefined) return undefined;
     const opened = await readlink(`/proc/self/fd/${handle.fd}`, { encoding: 'buffer' }).catch(
       (error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') return undefined;
         throw error;
       },
     );
-    if (opened === undefined) return true;
+    if (opened === undefined) return path;
+    return expected.some((bytes) => opened.equals(bytes))
+      ? `/proc/self/fd/${handle.fd}`
+      : undefined;
+  }
+
+  /**
+   * What the kernel gives for a file open at the checked `path`, in bytes;
+   * undefined for a path not under the root.
+   */
+  private expected(path: string): Buffer[] | undefined {
+    const under = relative(this.root, path);
+    if (under === '..' || under.startsWith('../')) return undefined;
     // Bytes, not text: a name that is not UTF-8 must not decode into a match.
     // A file replaced or removed since the open is still the one checked:
     // the kernel then gives its last path with ` (deleted)` after it.
-    const expected = join(this.real, under);
-    return [expected, `${expected} (deleted)`].some((path) => opened.equals(Buffer.from(path)));
+    const real = join(this.real, under);
+    return [real, `${real} (deleted)`].map((path) => Buffer.from(path));
   }
 }
