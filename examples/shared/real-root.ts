@@ -1,6 +1,6 @@
-// Where an open file really is, read back from the kernel, against where
-// pathgate checked it: a folder on the way swapped for a link between the
-// check and the open is followed by open(), and only seen afterwards.
+// Where an open file or folder really is, read back from the kernel, against
+// where pathgate checked it: a folder on the way swapped for a link between
+// the check and the open is followed by open(), and only seen afterwards.
 import { realpathSync } from 'node:fs';
 import { type FileHandle, readlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
