@@ -1,8 +1,10 @@
 import type * as fsPromises from 'node:fs/promises';
+import { namedThrough } from './fd-path.js';
 
 /**
  * `node:fs/promises` for `vi.mock`, with a full disk as the kernel reports
- * it: a file opened in a folder named `disk-full` is /dev/full instead, where
+ * it: a file opened in a folder named `disk-full` (by path or through a
+ * descriptor open on the folder) is /dev/full instead, where
  * every write fails with ENOSPC, and a folder named `no-inodes` cannot be
  * made (ENOSPC: no inode left). /proc/self/fd keeps the fiction: it names
  * the file asked for, not /dev/full. Everything else is the real module.
@@ -14,9 +16,10 @@ export async function withFullDisk(
   // The path each /dev/full stands in for, by descriptor, for readlink below.
   const standIns = new Map<number, string>();
   const open: typeof fs.open = async (path, flags, mode) => {
-    if (!String(path).includes('/disk-full/')) return fs.open(path, flags, mode);
+    const named = await namedThrough(fs, path);
+    if (!named.includes('/disk-full/')) return fs.open(path, flags, mode);
     const handle = await fs.open('/dev/full', 'w');
-    standIns.set(handle.fd, String(path));
+    standIns.set(handle.fd, named);
     return handle;
   };
   // /proc/self/fd names the stand-in where the file was asked for (a number

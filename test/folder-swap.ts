@@ -1,4 +1,5 @@
 import type * as fsPromises from 'node:fs/promises';
+import { namedThrough } from './fd-path.js';
 
 /** Folders to swap for a link on the next open below them, with the link's target. */
 const armed = new Map<string, string>();
@@ -51,8 +52,8 @@ export function moveOnceOpened(folder: string, to: string, link: string): void {
   openedMoves.set(folder, { to, link });
 }
 
-/** Folders to remove (empty) before the next opens below them, with how many times. */
-const removals = new Map<string, number>();
+/** Folders to remove (empty) before the next opens below them: how many times, and whether through a descriptor too. */
+const removals = new Map<string, { times: number; opened: boolean }>();
 
 /**
  * Arms `times` removals: each of the next `times` opens below `folder` first
@@ -60,8 +61,33 @@ const removals = new Map<string, number>();
  * folder they share (the open then fails with ENOENT).
  */
 export function removeBeforeOpen(folder: string, times: number): void {
-  if (times > 0) removals.set(folder, times);
+  armRemovals(folder, times, false);
+}
+
+/**
+ * Arms removals like `removeBeforeOpen`, on opens below `folder` by path or
+ * through a descriptor open on it (`/proc/self/fd/<fd>/<name>`): as a
+ * failed upload beside this one could once the server opened the folder.
+ */
+export function removeOnceOpened(folder: string, times: number): void {
+  armRemovals(folder, times, true);
+}
+
+function armRemovals(folder: string, times: number, opened: boolean): void {
+  if (times > 0) removals.set(folder, { times, opened });
   else removals.delete(folder);
+}
+
+/** Called after each open and link the server made: to read the disk between them. */
+let watcher: (() => void) | undefined;
+
+/**
+ * Calls `watch` (until `undefined`) right after each open and link that
+ * succeeded: what was on disk at that moment, not only once the request is
+ * over (a file created and removed again leaves no trace after).
+ */
+export function watchCalls(watch: (() => void) | undefined): void {
+  watcher = watch;
 }
 
 /** Makes /proc/self/fd unreadable (ENOENT), as on a system without /proc (macOS). */
@@ -71,11 +97,12 @@ export function hideProc(hidden: boolean): void {
 
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
- * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`, `link` and
+ * `swapBeforeOpen` and the removals armed by `removeBeforeOpen` and
+ * `removeOnceOpened`, `link` and
  * `rename` the moves armed by `moveBeforeName`, `open`, `lstat`, `readdir`,
  * `unlink` and `link` the swaps armed by `swapBeforeUse`, `unlink` and
- * `link` the moves armed by `moveOnceOpened`, and `readlink` failing on
- * /proc while `hideProc` is on.
+ * `link` the moves armed by `moveOnceOpened`, `open` and `link` the watch
+ * set by `watchCalls`, and `readlink` failing on /proc while `hideProc` is on.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -90,11 +117,7 @@ export async function withFolderSwap(
       await fs.symlink(target, folder);
     }
   };
-  // A path through a descriptor names a file where the descriptor's folder is.
-  const named = async (path: unknown) => {
-    const [, fd, rest] = /^(\/proc\/self\/fd\/\d+)(\/.*)$/.exec(String(path)) ?? [];
-    return fd === undefined ? String(path) : `${await fs.readlink(fd)}${rest}`;
-  };
+  const named = (path: unknown) => namedThrough(fs, path);
   const moveOpened = async (path: unknown) => {
     for (const [folder, { to, link }] of openedMoves) {
       if (!(await named(path)).startsWith(`${folder}/`)) continue;
@@ -111,13 +134,15 @@ export async function withFolderSwap(
       await fs.rm(folder, { recursive: true });
       await fs.symlink(target, folder);
     }
-    for (const [folder, times] of removals) {
-      if (!String(path).startsWith(`${folder}/`)) continue;
+    for (const [folder, { times, opened }] of removals) {
+      if (!(opened ? await named(path) : String(path)).startsWith(`${folder}/`)) continue;
       if (times <= 1) removals.delete(folder);
-      else removals.set(folder, times - 1);
+      else removals.set(folder, { times: times - 1, opened });
       await fs.rmdir(folder);
     }
-    return fs.open(path, flags, mode);
+    const handle = await fs.open(path, flags, mode);
+    watcher?.();
+    return handle;
   };
   const moveArmed = async (path: unknown) => {
     for (const [folder, { to, link }] of moves) {
@@ -131,7 +156,8 @@ export async function withFolderSwap(
     for (const named of [existing, path]) await swapUsed(named);
     await moveOpened(path);
     await moveArmed(path);
-    return fs.link(existing, path);
+    await fs.link(existing, path);
+    watcher?.();
   };
   const unlink: typeof fs.unlink = async (path) => {
     await swapUsed(path);
