@@ -5,13 +5,16 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  begin,
   EXAMPLES,
   type Got,
   postFiles,
@@ -24,11 +27,11 @@ import {
 import { eventually } from './fault-clients.js';
 import {
   hideProc,
-  moveBeforeName,
   moveOnceOpened,
-  removeBeforeOpen,
+  removeOnceOpened,
   swapBeforeOpen,
   swapBeforeUse,
+  watchCalls,
 } from './folder-swap.js';
 
 // A folder on the way to a file, swapped for a link to a folder outside the
@@ -251,38 +254,112 @@ describe('the fastify example, an upload folder swapped for a link after the che
     outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
   });
   afterAll(async () => {
+    watchCalls(undefined);
+    hideProc(false);
     await app.stop();
     rmSync(outside, { recursive: true, force: true });
   });
 
-  it.skipIf(!linux)('is a 404 naming no path, and not one byte is written outside', async () => {
-    const folder = join(app.root, 'uploads', 'inbox');
+  /** A folder of its own outside the sandbox, empty. */
+  const outsideFolder = (name: string) => {
+    mkdirSync(join(outside, name));
+    return join(outside, name);
+  };
+
+  it.skipIf(!linux).each([
+    { what: 'a folder there before', made: true },
+    { what: 'a folder the upload makes', made: false },
+  ])(
+    '$what, swapped once made, before the temporary file is created: a 404, nothing created outside, not even for a moment',
+    async ({ what, made }) => {
+      const name = what.replaceAll(' ', '-');
+      const folder = join(app.root, 'uploads', name);
+      if (made) mkdirSync(folder);
+      const target = outsideFolder(name);
+      // What the target held after each open and link the server made.
+      const seen: string[] = [];
+      watchCalls(() => seen.push(...readdirSync(target)));
+      const open = descriptors();
+      swapBeforeUse(folder, target);
+      const got = await send(
+        app.port,
+        postFiles('/api/upload', ['file', `${name}/new.txt`, 'data']),
+      ).finally(() => watchCalls(undefined));
+      expect(lstatSync(folder).isSymbolicLink()).toBe(true); // the swap did happen
+      expect([got.status, JSON.parse(got.text)]).toEqual([404, REFUSED]);
+      expect(seen).toEqual([]);
+      expect(readdirSync(target)).toEqual([]);
+      expect(await eventually(() => descriptors() <= open)).toBe(true);
+    },
+  );
+
+  // What the READMEs state: without /proc the server cannot tell, and follows the link.
+  it('where /proc cannot be read, swapped before the temporary file is created: stored through the link', async () => {
+    const folder = join(app.root, 'uploads', 'unseen');
     mkdirSync(folder);
-    swapBeforeOpen(folder, outside);
-    const got = await send(app.port, postFiles('/api/upload', ['file', 'inbox/new.txt', 'data']));
-    expect(lstatSync(folder).isSymbolicLink()).toBe(true);
-    expect(got.status).toBe(404);
-    expect(JSON.parse(got.text)).toEqual(REFUSED);
-    expect(readdirSync(outside)).toEqual([]);
+    const target = outsideFolder('unseen');
+    hideProc(true);
+    swapBeforeUse(folder, target);
+    const got = await send(
+      app.port,
+      postFiles('/api/upload', ['file', 'unseen/new.txt', 'data']),
+    ).finally(() => hideProc(false));
+    expect(got.status).toBe(201);
+    expect(readdirSync(target)).toEqual(['new.txt']);
   });
 
-  it('a folder moved away before the upload is named: a 404, the file named nowhere', async () => {
-    const folder = join(app.root, 'uploads', 'moving');
-    mkdirSync(folder);
-    const moved = join(outside, 'moved');
-    moveBeforeName(folder, moved, outside);
-    const got = await send(app.port, postFiles('/api/upload', ['file', 'moving/new.txt', 'data']));
-    expect(got.status).toBe(404);
-    expect(JSON.parse(got.text)).toEqual(REFUSED);
-    expect(readdirSync(outside)).toEqual(['moved']);
-    // Its temporary file stays where the folder went, under its dot name.
-    expect(readdirSync(moved).filter((name) => !name.startsWith('.upload-'))).toEqual([]);
-  });
+  it.skipIf(!linux)(
+    'a folder moved away before the upload is named, a link left: stored in the moved folder, never at the link',
+    async () => {
+      const folder = join(app.root, 'uploads', 'moving');
+      mkdirSync(folder);
+      const target = outsideFolder('moving');
+      const moved = join(outside, 'moved');
+      const open = descriptors();
+      moveOnceOpened(folder, moved, target);
+      const got = await send(
+        app.port,
+        postFiles('/api/upload', ['file', 'moving/new.txt', 'data']),
+      );
+      expect(lstatSync(folder).isSymbolicLink()).toBe(true); // the move did happen
+      expect(got.status).toBe(201);
+      expect(readdirSync(target)).toEqual([]);
+      // Named in the folder it was created in, and its temporary name removed there.
+      expect(readdirSync(moved)).toEqual(['new.txt']);
+      expect(readFileSync(join(moved, 'new.txt'), 'utf8')).toBe('data');
+      expect(await eventually(() => descriptors() <= open)).toBe(true);
+    },
+  );
+
+  it.skipIf(!linux)(
+    'a folder swapped after a file was stored in it, then a later part fails: the file of that name outside stays',
+    async () => {
+      const folder = join(app.root, 'uploads', 'stored');
+      mkdirSync(folder);
+      const target = outsideFolder('stored');
+      writeFileSync(join(target, 'one.txt'), OUTSIDE_BYTES);
+      // one.txt whole, then a field the body ends inside of: a 400 once it ends.
+      const boundary = 'pathgate-later-part';
+      const upload = begin(app.port, {
+        method: 'POST',
+        path: '/api/upload',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body:
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="stored/one.txt"\r\n\r\n` +
+          `inside\r\n--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\npart of it`,
+      });
+      expect(await eventually(() => existsSync(join(folder, 'one.txt')))).toBe(true);
+      renameSync(folder, join(outside, 'stored-away'));
+      symlinkSync(target, folder);
+      expect((await upload.end()).status).toBe(400);
+      expect(readFileSync(join(target, 'one.txt'), 'utf8')).toBe(OUTSIDE_BYTES);
+    },
+  );
 
   // Failed uploads beside this one, each taking back the new folder they share.
   it('a new folder removed three times before the file is created: the upload is stored', async () => {
     const folder = join(app.root, 'uploads', 'shared-new');
-    removeBeforeOpen(folder, 3);
+    removeOnceOpened(folder, 3);
     const got = await send(
       app.port,
       postFiles('/api/upload', ['file', 'shared-new/x.txt', 'kept']),
@@ -293,12 +370,12 @@ describe('the fastify example, an upload folder swapped for a link after the che
 
   it('a new folder removed every time: a 404, not a loop, and nothing stored', async () => {
     const folder = join(app.root, 'uploads', 'always-gone');
-    removeBeforeOpen(folder, 1000);
+    removeOnceOpened(folder, 1000);
     const got = await send(
       app.port,
       postFiles('/api/upload', ['file', 'always-gone/x.txt', 'lost']),
     );
-    removeBeforeOpen(folder, 0);
+    removeOnceOpened(folder, 0);
     expect(got.status).toBe(404);
     expect(readdirSync(join(app.root, 'uploads'))).not.toContain('always-gone');
   });

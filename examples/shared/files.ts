@@ -12,7 +12,7 @@ import {
   rmdir,
   unlink,
 } from 'node:fs/promises';
-import { basename, dirname, extname, join } from 'node:path';
+import { basename, dirname, extname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RealRoot } from './real-root.js';
@@ -100,18 +100,25 @@ async function closingOnFailure<T>(handle: FileHandle, checks: () => Promise<T>)
  * link after the open is not followed either. Closed whatever `use` does;
  * fs errors answered as the client's where they are (`clientError`).
  */
-async function inFolder<T>(
+function inFolder<T>(
   dir: string,
   root: RealRoot,
   use: (entry: (name: string) => string) => Promise<T>,
 ): Promise<T> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY).catch(clientError);
+  return inOpenedFolder(dir, root, use).catch(clientError);
+}
+
+/** `inFolder` with the fs errors as they come: an upload walks again on some (`Uploads.attempt`). */
+async function inOpenedFolder<T>(
+  dir: string,
+  root: RealRoot,
+  use: (entry: (name: string) => string) => Promise<T>,
+): Promise<T> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     const base = await root.through(handle, dir);
     if (base === undefined) throw noSuchFile();
     return await use((name) => `${base}/${name}`);
-  } catch (error) {
-    return clientError(error);
   } finally {
     await handle.close();
   }
@@ -234,31 +241,85 @@ export class Uploads {
   /**
    * Stores an upload at `target`: streamed into a temporary sibling, then
    * linked into place once complete, so a cut-off or failed upload never
-   * appears and an existing file is never replaced (409). Answers the size
+   * appears and an existing file is never replaced (409). Both in the
+   * target's folder, opened once its folders are made and confirmed the one
+   * checked (`inOpenedFolder`): no file is created, written or named through
+   * a folder swapped for a link since. The folders are made again while one
+   * on the way is gone, up to `CREATE_ATTEMPTS` times (failed uploads beside
+   * this one remove it, empty until this file is created in it; several can
+   * fail in turn): one that keeps going ends in the error. Answers the size
    * written. On failure, call `discard`.
    */
   async save(file: UploadStream, target: string): Promise<number> {
-    const temp = join(dirname(target), `.upload-${randomUUID()}.part`);
-    const handle = await this.createBeside(temp);
+    for (let tries = 1; ; tries++) {
+      const size = await this.attempt(file, target, tries === CREATE_ATTEMPTS);
+      if (size !== undefined) return size;
+    }
+  }
+
+  /** One walk to `target`'s folder and the upload stored in it; undefined: the folder went (ENOENT), walk again. */
+  private async attempt(
+    file: UploadStream,
+    target: string,
+    last: boolean,
+  ): Promise<number | undefined> {
     try {
-      // Not a byte written nor a link made through a folder swapped since the check.
-      await closingOnFailure(handle, () => confirmOpened(handle, temp, this.root));
+      await this.enter(target);
+      return await inOpenedFolder(dirname(target), this.root, (entry) =>
+        this.storeIn(entry, file, target),
+      );
+    } catch (error) {
+      const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
+      if (!gone || last) parentError(error as NodeJS.ErrnoException);
+      return undefined;
+    }
+  }
+
+  /**
+   * Creates the temporary file in the open folder (`entry`), writes `file`
+   * into it and links it to `target`'s name there. Only the create fails as
+   * the fs does (ENOENT: the folder was removed before it); once `file` is
+   * being read, every error is the client's answer (`clientError`), never a
+   * walk again.
+   */
+  private async storeIn(
+    entry: (name: string) => string,
+    file: UploadStream,
+    target: string,
+  ): Promise<number> {
+    const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
+    const temp = entry(`.upload-${randomUUID()}.part`);
+    const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+    try {
       const out = handle.createWriteStream();
-      await pipeline(file, out).catch(clientError);
+      await pipeline(file, out);
       if (file.truncated) throw new FileApiError(413, 'file too large');
-      await link(temp, target).catch(clientError);
+      await link(temp, entry(basename(target)));
       this.stored.push(target);
       return out.bytesWritten;
+    } catch (error) {
+      return clientError(error);
     } finally {
       await unlink(temp).catch(() => {});
     }
   }
 
-  /** Removes what was stored, then those of its folders that are empty (not holding another upload's file). */
+  /**
+   * Removes what was stored, then those of its folders that are empty (not
+   * holding another upload's file). Each in its folder as checked
+   * (`inFolder`): one swapped for a link since keeps what is in it, and
+   * nothing of that name where the link leads is removed.
+   */
   async discard(): Promise<void> {
-    await Promise.all(this.stored.map((path) => unlink(path).catch(() => {})));
+    await Promise.all(this.stored.map((path) => this.removeIn(path, unlink)));
     const deepestFirst = [...this.folders].sort((a, b) => b.length - a.length);
-    for (const folder of deepestFirst) await rmdir(folder).catch(() => {});
+    for (const folder of deepestFirst) await this.removeIn(folder, rmdir);
+  }
+
+  /** Removes `path` with `remove` in its folder (`inFolder`); a failure leaves it, as another request may hold it. */
+  private async removeIn(path: string, remove: (path: string) => Promise<void>): Promise<void> {
+    const named = (entry: (name: string) => string) => remove(entry(basename(path)));
+    await inFolder(dirname(path), this.root, named).catch(() => {});
   }
 
   /** The request is over: its folders are no longer its to remove. */
@@ -278,25 +339,6 @@ export class Uploads {
       if (!made.includes(folder) && !inFlight.has(folder)) continue;
       this.folders.push(folder);
       inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
-    }
-  }
-
-  /**
-   * Makes the folders and creates the temporary file; again while a folder
-   * on the way is gone (failed uploads beside this one remove it, empty
-   * until this file is created in it; several can fail in turn), up to
-   * `CREATE_ATTEMPTS` times: one that keeps going ends in the error.
-   */
-  private async createBeside(temp: string): Promise<FileHandle> {
-    const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
-    for (let tries = 1; ; tries++) {
-      try {
-        await this.enter(temp);
-        return await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
-      } catch (error) {
-        const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
-        if (!gone || tries === CREATE_ATTEMPTS) parentError(error as NodeJS.ErrnoException);
-      }
     }
   }
 }
