@@ -78,35 +78,38 @@ const SESSIONS: readonly (readonly [string, Example])[] = EXAMPLES.map((example)
   example,
 ]);
 
-describe.each(EXAMPLES)('examples/fastify-files/README.md lines 128-130, on $name', (example) => {
-  it('downloads are text/plain or application/octet-stream, never HTML, with nosniff and a sandboxing CSP', async () => {
-    const running = await start(example);
-    try {
-      const page = '<script>alert(document.cookie)</script>';
-      const stored = await send(
-        running.port,
-        postFiles('/api/upload', ['file', 'page.html', page]),
-      );
-      expect(stored.status).toBe(201);
-      const safe = {
-        'x-content-type-options': 'nosniff',
-        'content-security-policy': "default-src 'none'; sandbox",
-      };
-      for (const [path, type] of [
-        ['/files/uploads/page.html', 'application/octet-stream'],
-        ['/files/public/readme.txt', 'text/plain; charset=utf-8'],
-      ] as const) {
-        const got = await exchange(running.port, { method: 'GET', path });
-        expect([got.status, got.headers], path).toEqual([
-          200,
-          expect.objectContaining({ 'content-type': type, ...safe }),
-        ]);
+describe.each(EXAMPLES)(
+  'examples/fastify-files/README.md, "How it uses the plugin", on $name',
+  (example) => {
+    it('downloads are text/plain or application/octet-stream, never HTML, with nosniff and a sandboxing CSP', async () => {
+      const running = await start(example);
+      try {
+        const page = '<script>alert(document.cookie)</script>';
+        const stored = await send(
+          running.port,
+          postFiles('/api/upload', ['file', 'page.html', page]),
+        );
+        expect(stored.status).toBe(201);
+        const safe = {
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'; sandbox",
+        };
+        for (const [path, type] of [
+          ['/files/uploads/page.html', 'application/octet-stream'],
+          ['/files/public/readme.txt', 'text/plain; charset=utf-8'],
+        ] as const) {
+          const got = await exchange(running.port, { method: 'GET', path });
+          expect([got.status, got.headers], path).toEqual([
+            200,
+            expect.objectContaining({ 'content-type': type, ...safe }),
+          ]);
+        }
+      } finally {
+        await running.stop();
       }
-    } finally {
-      await running.stop();
-    }
-  });
-});
+    });
+  },
+);
 
 describe.each(SESSIONS)('%s, "A session with curl"', (readme, example) => {
   it('every command answers exactly the output shown, in order', async () => {
@@ -199,7 +202,7 @@ async function refusesUpload(
   rmSync(join(root, 'uploads', 'me.txt'));
 }
 
-describe('packages/core/README.md lines 492-527, the node:http guard of "For adapter authors"', () => {
+describe('packages/core/README.md, the node:http guard of "For adapter authors"', () => {
   it('serves a checked file, and denies a repeated key whose first value escapes (each element is checked)', async () => {
     const code = completeSnippets('packages/core/README.md').find((snippet) =>
       snippet.includes('createServer('),
@@ -233,12 +236,12 @@ describe('packages/core/README.md lines 492-527, the node:http guard of "For ada
 const MULTER_STORED = [201, '{"size":4096}'] as const;
 
 describe('the README snippets, run', () => {
-  it('README.md lines 10-11, Fastify: the traversal is a 403 path-not-in-allowlist', async () => {
+  it('README.md, the opening example, Fastify: the traversal is a 403 path-not-in-allowlist', async () => {
     const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
     await listening(app, (port) => refusesTraversal(port, 'params.*'));
   });
 
-  it('README.md lines 68-74: unguarded, a missing file answers its fs error with the path, and a list cast to a string is a 500', async () => {
+  it('README.md, after the opening example: unguarded, a missing file answers its fs error with the path, and a list cast to a string is a 500', async () => {
     const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
     await listening(app, async (port) => {
       const missing = await send(port, { path: '/files/public/x.txt' });
@@ -251,7 +254,7 @@ describe('the README snippets, run', () => {
     });
   });
 
-  it('README.md lines 10-11, Express: the traversal is a 403; filename="../../server.js" is a 403 with not one byte written', async () => {
+  it('README.md, the opening example, Express: the traversal is a 403; filename="../../server.js" is a 403 with not one byte written', async () => {
     const app = await snippetApp<Express>('README.md', '@pathgate/express');
     await listening(app, async (port) => {
       await refusesTraversal(port, 'params.path');
@@ -270,7 +273,7 @@ describe('the README snippets, run', () => {
     });
   });
 
-  it('packages/express-middleware/README.md lines 45-47: the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
+  it('packages/express-middleware/README.md, "Example": the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
     const app = await snippetApp<Express>(
       'packages/express-middleware/README.md',
       '@pathgate/express',
@@ -282,7 +285,7 @@ describe('the README snippets, run', () => {
   });
 });
 
-describe('examples/README.md lines 10-12: both servers take --port or PORT, and --root or PATHGATE_ROOT', () => {
+describe('examples/README.md, its opening: both servers take --port or PORT, and --root or PATHGATE_ROOT', () => {
   it('--port or PORT names the port, 0 any free one; 3000 without either', () => {
     expect(listenPort(['--port', '0'], {})).toBe(0);
     expect(listenPort(['--port=8080'], { PORT: '9000' })).toBe(8080);
@@ -338,7 +341,7 @@ function scriptSteps(script: string): string[] {
 }
 
 describe('README.md, "Set up (this repository)"', () => {
-  it('lines 89-90: npm start installs, builds and runs the Fastify example; npm test installs, builds, lints, type-checks and runs every test', () => {
+  it('npm start installs, builds and runs the Fastify example; npm test installs, builds, lints, type-checks and runs every test', () => {
     const install = 'npx -y pnpm@10.34.9 install --frozen-lockfile';
     const build = 'npx -y pnpm@10.34.9 -r --filter "./packages/*" run build';
     expect(scriptSteps('start')).toEqual([install, build, 'tsx examples/fastify-files/server.ts']);

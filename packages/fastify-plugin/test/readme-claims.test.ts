@@ -6,7 +6,7 @@ import pathgate, { type PathgateOptions } from '../src/index.js';
 import { listen, newApp, postJson, request, sandbox } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
-// named by the README line.
+// under the README section that makes them.
 
 /** The README as one line of prose: a quote may wrap. */
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
@@ -30,7 +30,7 @@ async function withPlugin(): Promise<FastifyInstance> {
 }
 
 describe('README, "Options" and "Per-route declaration"', () => {
-  it('lines 94-96, 157-163: the messages it quotes are the ones thrown, whole', async () => {
+  it('the messages it quotes are the ones thrown, whole', async () => {
     const badRule = newApp().register(pathgate, { fs: ['./public/**', 'wr:x'] } as PathgateOptions);
     const app = await withPlugin();
     const quoted = [
@@ -59,7 +59,7 @@ describe('README, "Options" and "Per-route declaration"', () => {
 });
 
 describe('README, "Example"', () => {
-  it('lines 61-65: a list in the body gives a list of paths, and String() of it is a path no one checked', async () => {
+  it('a list in the body gives a list of paths, and String() of it is a path no one checked', async () => {
     const root = sandbox();
     const app = newApp();
     await app.register(pathgate, { root, fs: ['rw:./uploads/*.txt'] });
@@ -102,7 +102,7 @@ describe('README, the options table', () => {
 });
 
 describe('README, "onDeny and report-only"', () => {
-  it('lines 294-295: every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
+  it('every enforced deny is logged at info as { pathgate: { route, label, reason, path } }', async () => {
     const lines: Record<string, unknown>[] = [];
     const stream = { write: (line: string) => lines.push(JSON.parse(line)) };
     const app = newApp({ logger: { level: 'info', stream } });
