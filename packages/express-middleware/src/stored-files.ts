@@ -32,13 +32,17 @@ interface Kept {
  */
 const keptFiles = new Map<string, Kept>();
 
-/** The file each request stored at each of its targets: the one its removal may unlink. */
-const storedBy = new WeakMap<Request, Map<string, Stored>>();
+/**
+ * The files each request stored at each of its targets, in order: one name
+ * can take several of its files, each having replaced another request's
+ * file maybe (`removeStored` undoes them all, latest first).
+ */
+const storedBy = new WeakMap<Request, Map<string, Stored[]>>();
 
 export function remember(req: Request, target: string, stored: Stored): void {
-  const targets = storedBy.get(req) ?? new Map<string, Stored>();
+  const targets = storedBy.get(req) ?? new Map<string, Stored[]>();
   storedBy.set(req, targets);
-  targets.set(target, stored);
+  targets.set(target, [...(targets.get(target) ?? []), stored]);
 }
 
 /**
@@ -51,7 +55,7 @@ export function remember(req: Request, target: string, stored: Stored): void {
  * file that cannot be linked is not replaced (`NOT_A_FILE`).
  */
 export async function keepOld(req: Request, target: string, held: Held): Promise<Kept | undefined> {
-  const earlier = storedBy.get(req)?.get(target);
+  const earlier = storedBy.get(req)?.get(target)?.at(-1);
   const current = await identityAt(target);
   if (current === undefined) return undefined;
   if (earlier !== undefined && current === earlier.identity) return earlier.kept;
@@ -76,6 +80,22 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
 }
 
 /**
+ * Removes what the request stored at `path` (`removeOne`), latest first, one
+ * after another: its second file there may have replaced another request's
+ * file, which kept its first. All at the first call: multer lists a name
+ * stored twice twice, and a deny removes them all at once (`removeAll`), so
+ * the second call, finding nothing left, must not unlink the file put back.
+ * A name with nothing remembered (a temporary one) is unlinked.
+ */
+export async function removeStored(req: Request, path: string): Promise<void> {
+  const targets = storedBy.get(req);
+  const stored = targets?.get(path);
+  if (targets === undefined || stored === undefined) return unlink(path).then(() => {}, ifMissing);
+  targets.set(path, []);
+  for (const one of stored.reverse()) await removeOne(path, one);
+}
+
+/**
  * Unlinks the file the request stored at `path`, unless the name holds
  * another by now: one another request stored there once this one's was
  * replaced (overwrite) or deleted by the app, whose 201 must stay true.
@@ -84,9 +104,7 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
  * gone), the request's file is unlinked all the same. A file of its
  * replaced since is no longer its to remove, only to hand over (`handOver`).
  */
-export async function removeStored(req: Request, path: string): Promise<void> {
-  const stored = storedBy.get(req)?.get(path);
-  const { identity, kept } = stored ?? {};
+async function removeOne(path: string, { identity, kept }: Stored): Promise<void> {
   if (identity !== undefined && (await identityAt(path)) !== identity)
     return handOver(identity, kept);
   if (kept !== undefined && (await putBack(kept.path, path))) return;

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 import { pathgate } from '../src/index.js';
-import { appPerFile, filePart, multipart, multipartPost, type RawPart, until } from './helpers.js';
+import {
+  appPerFile,
+  fieldPart,
+  filePart,
+  multipart,
+  multipartPost,
+  type RawPart,
+  until,
+  upload,
+} from './helpers.js';
 
 // overwrite: true in a request of several files, the first replacing an
 // existing file and a later one failing (over the size limit, denied by
@@ -19,6 +28,11 @@ const served = appPerFile((root, app) => {
   });
   app.post('/replace', gate.write({ file: 'f', under: 'uploads' }), replacing.any(), (req, res) => {
     res.json({ files: (req.files as unknown[]).length });
+  });
+  // A body field checked once multer stored the files: its deny removes them all at once.
+  const withField = gate.write({ file: 'f', under: 'uploads' }, { body: 'to', under: 'uploads' });
+  app.post('/replace-to', withField, replacing.any(), (_req, res) => {
+    res.status(201).end();
   });
 });
 
@@ -98,6 +112,17 @@ describe('overwrite, a later file of the request fails: the file replaced comes 
     expect(answer.status).toBe(413);
     expect(content()).toBe('version 1');
     expect(await until(onlyTheTarget)).toBe(true);
+  });
+
+  it('the same name twice, then a body field denied: both removed at once, the original comes back', async () => {
+    const answer = await upload(served.port, '/replace-to', [
+      filePart('f', 'report.txt', 'version 2'),
+      filePart('f', 'report.txt', 'version 3'),
+      fieldPart('to', '../outside.txt'),
+    ]);
+    expect(answer.status).toBe(403);
+    expect(await until(onlyTheTarget)).toBe(true);
+    expect(content()).toBe('version 1');
   });
 
   it('a second file the policy denies: 403, version 1 at the target', async () => {

@@ -1,0 +1,109 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type http from 'node:http';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Answer, readAnswer } from '../../../test/answer.js';
+import { pathgate } from '../src/index.js';
+import { appPerFile, filePart, multipart, multipartPost, type RawPart, until } from './helpers.js';
+
+// overwrite: true, requests replacing one name in turn while each is still
+// in flight, then ending (201, or 413 for a file over the limit) in a chosen
+// order: the name must end with the file of the last request to store there
+// that succeeded, or the file from before them all, and no hidden file stays.
+
+const served = appPerFile((root, app) => {
+  const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+  const replacing = gate.multer({
+    storage: gate.diskStorage({ overwrite: true }),
+    limits: { fileSize: 1000 },
+  });
+  app.post(
+    '/replace',
+    gate.write({ file: 'f', under: 'uploads' }),
+    replacing.any(),
+    (_req, res) => {
+      res.status(201).end();
+    },
+  );
+});
+
+const uploads = () => join(served.root, 'uploads');
+const NAME = 'report.txt';
+const content = () => readFileSync(join(uploads(), NAME), 'utf8');
+const holds = (text: string) => {
+  try {
+    return content() === text;
+  } catch {
+    return false;
+  }
+};
+
+beforeEach(() => {
+  mkdirSync(uploads(), { recursive: true });
+  writeFileSync(join(uploads(), NAME), 'version 1');
+});
+afterEach(() => rmSync(uploads(), { recursive: true, force: true }));
+
+const TOO_LARGE = filePart('f', 'too-large.txt', 'x'.repeat(5000));
+
+/**
+ * One request whose body is sent a part at a time: `store` sends its next
+ * file (all at NAME) and waits until the name holds it; `end` sends the rest,
+ * a file over the limit when it is to fail.
+ */
+class Sender {
+  private sent = 0;
+  private readonly body: Buffer;
+  private readonly cuts: number[];
+  private readonly req: http.ClientRequest;
+  readonly answer: Promise<Answer>;
+
+  constructor(
+    private readonly texts: readonly string[],
+    readonly fails: boolean,
+  ) {
+    const parts: RawPart[] = texts.map((text) => filePart('f', NAME, text));
+    this.body = multipart(fails ? [...parts, TOO_LARGE] : parts);
+    // Each cut ends a file and the delimiter after it, so busboy hands the part on.
+    this.cuts = texts.map((_, i) => multipart(parts.slice(0, i + 1)).length - '--\r\n'.length);
+    this.req = multipartPost(served.port, '/replace', this.body.length);
+    this.answer = new Promise<Answer>((resolve, reject) => {
+      this.req.on('response', (res) => readAnswer(res).then(resolve, reject));
+      this.req.on('error', reject);
+    });
+  }
+
+  async store(): Promise<void> {
+    const from = this.sent === 0 ? 0 : (this.cuts[this.sent - 1] as number);
+    const text = this.texts[this.sent] as string;
+    this.req.write(this.body.subarray(from, this.cuts[this.sent]));
+    this.sent++;
+    expect(await until(() => holds(text))).toBe(true);
+  }
+
+  async end(): Promise<void> {
+    this.req.end(this.body.subarray(this.cuts[this.sent - 1]));
+    expect((await this.answer).status).toBe(this.fails ? 413 : 201);
+  }
+}
+
+type Step = readonly ['store' | 'end', number];
+
+describe('overwrite, a request stores one name twice, another request between its two, both fail', () => {
+  // The first request's two files (version 2, then 4) kept version 1, then version 3.
+  it.each([
+    ['the first to store ends first', [0, 1]],
+    ['the second ends first', [1, 0]],
+  ])('%s: version 1 comes back, nothing else stays', async (_label, order) => {
+    const senders = [new Sender(['version 2', 'version 4'], true), new Sender(['version 3'], true)];
+    const steps: Step[] = [
+      ['store', 0],
+      ['store', 1],
+      ['store', 0],
+      ...order.map((i) => ['end', i] as const),
+    ];
+    for (const [action, index] of steps) await (senders[index] as Sender)[action]();
+    expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
+    expect(content()).toBe('version 1');
+  });
+});
