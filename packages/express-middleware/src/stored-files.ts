@@ -115,6 +115,8 @@ async function removeOne(path: string, { identity, kept }: Stored): Promise<void
  * The request's file, replaced since by another request's that keeps it
  * (`keepOld`), must not come back should that one fail too: what this
  * request replaced takes its place there, the kept file or (none) nothing.
+ * Should that request end during the rename, its release may have unlinked
+ * the name before the rename gave it the file: unlinked again then.
  */
 async function handOver(identity: string, kept: Kept | undefined): Promise<void> {
   const keeper = keptFiles.get(identity);
@@ -123,7 +125,8 @@ async function handOver(identity: string, kept: Kept | undefined): Promise<void>
   if (kept !== undefined) {
     keeper.identity = kept.identity;
     keptFiles.set(kept.identity, keeper);
-    if (await putBack(kept.path, keeper.path)) return;
+    const handed = await putBack(kept.path, keeper.path);
+    if (handed && keptFiles.get(keeper.identity) === keeper) return;
   }
   await unlink(keeper.path).catch(() => {});
 }

@@ -1,7 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type * as fsPromises from 'node:fs/promises';
 import type http from 'node:http';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 import { pathgate } from '../src/index.js';
 import { appPerFile, filePart, multipart, multipartPost, type RawPart, until } from './helpers.js';
@@ -10,6 +11,34 @@ import { appPerFile, filePart, multipart, multipartPost, type RawPart, until } f
 // in flight, then ending (201, or 413 for a file over the limit) in a chosen
 // order: the name must end with the file of the last request to store there
 // that succeeded, or the file from before them all, and no hidden file stays.
+
+/**
+ * A failed request hands what it replaced to the kept file of the request
+ * that replaced its own (a rename from one hidden name to another): a test
+ * may hold that rename (`hold`) and let it go (`go`).
+ */
+const handOver = vi.hoisted(() => {
+  const state = { waiting: false, gate: Promise.resolve(), go: () => {} };
+  return {
+    state,
+    hold() {
+      state.gate = new Promise((resolve) => {
+        state.go = resolve;
+      });
+    },
+  };
+});
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof fsPromises>();
+  const rename: typeof fs.rename = async (from, to) => {
+    if (String(from).endsWith('.old') && String(to).endsWith('.old')) {
+      handOver.state.waiting = true;
+      await handOver.state.gate;
+    }
+    return fs.rename(from, to);
+  };
+  return { ...fs, rename };
+});
 
 const served = appPerFile((root, app) => {
   const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
@@ -105,5 +134,28 @@ describe('overwrite, a request stores one name twice, another request between it
     for (const [action, index] of steps) await (senders[index] as Sender)[action]();
     expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
     expect(content()).toBe('version 1');
+  });
+});
+
+describe('overwrite, a failed request hands over to one that succeeds meanwhile', () => {
+  it('the kept file handed over after the other request dropped its own: dropped too', async () => {
+    const [failing, succeeding] = [
+      new Sender(['version 2'], true),
+      new Sender(['version 3'], false),
+    ];
+    await failing.store();
+    await succeeding.store();
+    handOver.hold();
+    // Version 1 is on its way to the kept name of the request that replaced version 2.
+    const failed = failing.end();
+    expect(await until(() => handOver.state.waiting)).toBe(true);
+    // That request ends first: it drops its kept file (version 2).
+    await succeeding.end();
+    const kept = () => readdirSync(uploads()).filter((name) => name.endsWith('.old'));
+    expect(await until(() => kept().length === 1)).toBe(true);
+    handOver.state.go();
+    await failed;
+    expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
+    expect(content()).toBe('version 3');
   });
 });
