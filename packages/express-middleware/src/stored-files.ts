@@ -19,8 +19,9 @@ interface Stored {
   readonly kept: Kept | undefined;
 }
 
-/** A file an overwrite replaced, at its hidden name; `identity` (`identityAt`) says which file it is. */
+/** A file an overwrite replaced at `target`, at its hidden name; `identity` (`identityAt`) says which file it is. */
 interface Kept {
+  readonly target: string;
   readonly path: string;
   identity: string;
 }
@@ -60,6 +61,7 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
   if (current === undefined) return undefined;
   if (earlier !== undefined && current === earlier.identity) return earlier.kept;
   const kept: Kept = {
+    target,
     path: join(dirname(target), `.pathgate-${randomUUID()}.old`),
     identity: current,
   };
@@ -106,7 +108,7 @@ export async function removeStored(req: Request, path: string): Promise<void> {
  */
 async function removeOne(path: string, { identity, kept }: Stored): Promise<void> {
   if (identity !== undefined && (await identityAt(path)) !== identity)
-    return handOver(identity, kept);
+    return handOver(path, identity, kept);
   if (kept !== undefined && (await putBack(kept.path, path))) return;
   await unlink(path).catch(ifMissing);
 }
@@ -116,11 +118,13 @@ async function removeOne(path: string, { identity, kept }: Stored): Promise<void
  * (`keepOld`), must not come back should that one fail too: what this
  * request replaced takes its place there, the kept file or (none) nothing.
  * Should that request end during the rename, its release may have unlinked
- * the name before the rename gave it the file: unlinked again then.
+ * the name before the rename gave it the file: unlinked again then. Only at
+ * the same name: a file the app moved elsewhere (then replaced there) is the
+ * app's, and what this request replaced never was at that other name.
  */
-async function handOver(identity: string, kept: Kept | undefined): Promise<void> {
+async function handOver(path: string, identity: string, kept: Kept | undefined): Promise<void> {
   const keeper = keptFiles.get(identity);
-  if (keeper === undefined) return;
+  if (keeper === undefined || keeper.target !== path) return;
   keptFiles.delete(identity);
   if (kept !== undefined) {
     keeper.identity = kept.identity;

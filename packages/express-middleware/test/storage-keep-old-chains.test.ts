@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type * as fsPromises from 'node:fs/promises';
 import type http from 'node:http';
 import { join } from 'node:path';
@@ -58,10 +58,10 @@ const served = appPerFile((root, app) => {
 
 const uploads = () => join(served.root, 'uploads');
 const NAME = 'report.txt';
-const content = () => readFileSync(join(uploads(), NAME), 'utf8');
-const holds = (text: string) => {
+const content = (name = NAME) => readFileSync(join(uploads(), name), 'utf8');
+const holds = (text: string, name = NAME) => {
   try {
-    return content() === text;
+    return content(name) === text;
   } catch {
     return false;
   }
@@ -77,8 +77,8 @@ const TOO_LARGE = filePart('f', 'too-large.txt', 'x'.repeat(5000));
 
 /**
  * One request whose body is sent a part at a time: `store` sends its next
- * file (all at NAME) and waits until the name holds it; `end` sends the rest,
- * a file over the limit when it is to fail.
+ * file (all at `name`) and waits until the name holds it; `end` sends the
+ * rest, a file over the limit when it is to fail.
  */
 class Sender {
   private sent = 0;
@@ -90,8 +90,9 @@ class Sender {
   constructor(
     private readonly texts: readonly string[],
     readonly fails: boolean,
+    private readonly name = NAME,
   ) {
-    const parts: RawPart[] = texts.map((text) => filePart('f', NAME, text));
+    const parts: RawPart[] = texts.map((text) => filePart('f', name, text));
     this.body = multipart(fails ? [...parts, TOO_LARGE] : parts);
     // Each cut ends a file and the delimiter after it, so busboy hands the part on.
     this.cuts = texts.map((_, i) => multipart(parts.slice(0, i + 1)).length - '--\r\n'.length);
@@ -107,7 +108,7 @@ class Sender {
     const text = this.texts[this.sent] as string;
     this.req.write(this.body.subarray(from, this.cuts[this.sent]));
     this.sent++;
-    expect(await until(() => holds(text))).toBe(true);
+    expect(await until(() => holds(text, this.name))).toBe(true);
   }
 
   async end(): Promise<void> {
@@ -157,5 +158,22 @@ describe('overwrite, a failed request hands over to one that succeeds meanwhile'
     await failed;
     expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
     expect(content()).toBe('version 3');
+  });
+});
+
+describe('overwrite, a request replaces a file moved from the name another request stored it at', () => {
+  it('both fail: the file moved stays where it went, the name it left does not get it', async () => {
+    const first = new Sender(['version 2'], true);
+    await first.store();
+    // The app moves the first request's file to another name, which a second request then replaces.
+    renameSync(join(uploads(), NAME), join(uploads(), 'moved.txt'));
+    const second = new Sender(['version 3'], true, 'moved.txt');
+    await second.store();
+    await first.end();
+    await second.end();
+    const left = () => readdirSync(uploads()).join() === 'moved.txt';
+    expect(await until(left)).toBe(true);
+    // Never version 1: report.txt's old file, which was never at moved.txt.
+    expect(content('moved.txt')).toBe('version 2');
   });
 });
