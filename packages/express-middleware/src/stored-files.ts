@@ -81,6 +81,25 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
   return kept;
 }
 
+/** Each name's last removal: the next one, of any request, starts after it. */
+const lastRemoval = new Map<string, Promise<void>>();
+
+/**
+ * Removes what the request stored at `path` once the name's earlier
+ * removals are done. Overlapping, two requests cut at once that replaced
+ * the name in turn each looked before the other renamed: the name kept a
+ * failed request's file. The entry goes with the name's last removal.
+ */
+export function removeStored(req: Request, path: string): Promise<void> {
+  const removal = (lastRemoval.get(path) ?? Promise.resolve()).then(() => undoStores(req, path));
+  const settled = removal.catch(() => {});
+  lastRemoval.set(path, settled);
+  void settled.then(() => {
+    if (lastRemoval.get(path) === settled) lastRemoval.delete(path);
+  });
+  return removal;
+}
+
 /**
  * Removes what the request stored at `path` (`removeOne`), latest first, one
  * after another: its second file there may have replaced another request's
@@ -89,7 +108,7 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
  * the second call, finding nothing left, must not unlink the file put back.
  * A name with nothing remembered (a temporary one) is unlinked.
  */
-export async function removeStored(req: Request, path: string): Promise<void> {
+async function undoStores(req: Request, path: string): Promise<void> {
   const targets = storedBy.get(req);
   const stored = targets?.get(path);
   if (targets === undefined || stored === undefined) return unlink(path).then(() => {}, ifMissing);

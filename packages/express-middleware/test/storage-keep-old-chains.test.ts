@@ -111,6 +111,13 @@ class Sender {
     expect(await until(() => holds(text, this.name))).toBe(true);
   }
 
+  /** Cuts the connection: the request fails with what it stored so far. */
+  cut(): void {
+    this.req.on('error', () => {});
+    this.answer.catch(() => {});
+    this.req.destroy();
+  }
+
   async end(): Promise<void> {
     this.req.end(this.body.subarray(this.cuts[this.sent - 1]));
     expect((await this.answer).status).toBe(this.fails ? 413 : 201);
@@ -175,5 +182,17 @@ describe('overwrite, a request replaces a file moved from the name another reque
     expect(await until(left)).toBe(true);
     // Never version 1: report.txt's old file, which was never at moved.txt.
     expect(content('moved.txt')).toBe('version 2');
+  });
+});
+
+describe('overwrite, requests that replaced one name in turn are all cut at once', () => {
+  it('their removals overlap: version 1 comes back, nothing else stays', async () => {
+    served.errors.calls.length = 0;
+    const senders = ['version 2', 'version 3', 'version 4'].map((text) => new Sender([text], true));
+    for (const sender of senders) await sender.store();
+    for (const sender of senders) sender.cut();
+    expect(await until(() => served.errors.calls.length === senders.length)).toBe(true);
+    expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
+    expect(content()).toBe('version 1');
   });
 });
