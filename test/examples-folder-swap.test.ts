@@ -245,6 +245,34 @@ describe.each(EXAMPLES)(
   },
 );
 
+// The kernel names a removed folder `<path> (deleted)`: a folder really
+// named so, beside the checked one, is not the checked one removed.
+describe.each(EXAMPLES)(
+  'the $name example, a folder swapped for a link to its " (deleted)" twin',
+  (example) => {
+    let app: Running;
+    beforeAll(async () => {
+      app = await start(example);
+    });
+    afterAll(() => app.stop());
+
+    it.skipIf(!linux)(
+      'a delete in uploads/, swapped for a link to "uploads (deleted)" outside the allowlist: a 404, its file stays',
+      async () => {
+        const uploads = join(app.root, 'uploads');
+        const twin = `${uploads} (deleted)`;
+        mkdirSync(twin);
+        writeFileSync(join(twin, 'hello.txt'), OUTSIDE_BYTES);
+        swapBeforeUse(uploads, twin);
+        const got = await send(app.port, { method: 'DELETE', path: '/files/uploads/hello.txt' });
+        expect(lstatSync(uploads).isSymbolicLink()).toBe(true); // the swap did happen
+        expect([got.status, JSON.parse(got.text)]).toEqual([404, REFUSED]);
+        expect(readFileSync(join(twin, 'hello.txt'), 'utf8')).toBe(OUTSIDE_BYTES);
+      },
+    );
+  },
+);
+
 // Express stores uploads with @pathgate/express's own storage, not the example's code.
 describe('the fastify example, an upload folder swapped for a link after the check', () => {
   let app: Running;

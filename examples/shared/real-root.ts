@@ -41,22 +41,25 @@ export class RealRoot {
       },
     );
     if (opened === undefined) return path;
-    return expected.some((bytes) => opened.equals(bytes))
-      ? `/proc/self/fd/${handle.fd}`
-      : undefined;
+    const [live, removed] = expected;
+    // ` (deleted)` is a name a file or folder can really have, beside the one
+    // checked: only one with no name left (no link) is the checked one removed.
+    const same =
+      opened.equals(live) || (opened.equals(removed) && (await handle.stat()).nlink === 0);
+    return same ? `/proc/self/fd/${handle.fd}` : undefined;
   }
 
   /**
    * What the kernel gives for a file open at the checked `path`, in bytes;
    * undefined for a path not under the root.
    */
-  private expected(path: string): Buffer[] | undefined {
+  private expected(path: string): [Buffer, Buffer] | undefined {
     const under = relative(this.root, path);
     if (under === '..' || under.startsWith('../')) return undefined;
     // Bytes, not text: a name that is not UTF-8 must not decode into a match.
     // A file replaced or removed since the open is still the one checked:
     // the kernel then gives its last path with ` (deleted)` after it.
     const real = join(this.real, under);
-    return [real, `${real} (deleted)`].map((path) => Buffer.from(path));
+    return [Buffer.from(real), Buffer.from(`${real} (deleted)`)];
   }
 }
