@@ -1,11 +1,14 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Started } from '../examples/shared/run.js';
+import { createSandbox } from '../examples/shared/sandbox.js';
 import {
   EXAMPLES,
   type Got,
@@ -370,6 +373,45 @@ describe.each(EXAMPLES)('the $name example', (example) => {
     ]) {
       expect(existsSync(join(app.root, name)), name).toBe(false);
     }
+  });
+});
+
+// The root given through a link (as a temp folder may be): pathgate checks and
+// hands over paths under the resolved root, and the server must take them so.
+describe.each(EXAMPLES)('the $name example, its root given through a link', (example) => {
+  const real = createSandbox();
+  const base = mkdtempSync(join(tmpdir(), 'pathgate-linked-root-'));
+  let server: Started;
+  beforeAll(async () => {
+    symlinkSync(real, join(base, 'root'));
+    server = await example.listen(join(base, 'root'), 0);
+  });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(base, { recursive: true, force: true });
+    rmSync(real, { recursive: true, force: true });
+  });
+
+  it('lists, serves, stores, moves and deletes, naming paths as the client does', async () => {
+    const port = Number(new URL(server.url).port);
+    const got: Got[] = [];
+    for (const sent of [
+      { path: '/api/list?dir=uploads' },
+      { path: '/files/uploads/hello.txt' },
+      postFiles('/api/upload', ['file', 'new.txt', 'data']),
+      postJson('/api/move', JSON.stringify({ from: 'uploads/new.txt', to: 'uploads/moved.txt' })),
+      { method: 'DELETE', path: '/files/uploads/moved.txt' },
+    ]) {
+      got.push(await send(port, sent));
+    }
+    expect(got.map(({ status, text }) => [status, text])).toEqual([
+      [200, JSON.stringify({ entries: [{ name: 'hello.txt', type: 'file', size: 34 }] })],
+      [200, 'uploads/ can be read and written.\n'],
+      [201, JSON.stringify({ uploaded: 'uploads/new.txt', size: 4 })],
+      [200, JSON.stringify({ moved: 'uploads/new.txt', to: 'uploads/moved.txt' })],
+      [200, JSON.stringify({ deleted: 'uploads/moved.txt' })],
+    ]);
+    expect(readdirSync(join(real, 'uploads'))).toEqual(['hello.txt']);
   });
 });
 

@@ -61,8 +61,9 @@ export function buildApp(root: string): Express {
   // storage writes each file to its checked path, never over an existing file.
   const upload = gate.multer({ limits: UPLOAD_LIMITS });
   const page = indexPage();
-  const shown = (path: string) => shownPath(root, path);
   const realRoot = new RealRoot(root);
+  // The checked paths lie under the resolved root, whatever link `root` is reached by.
+  const shown = (path: string) => shownPath(realRoot.path, path);
 
   const app = express();
   app.disable('x-powered-by');

@@ -22,8 +22,9 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
 
   const page = indexPage();
-  const shown = (path: string) => shownPath(root, path);
   const realRoot = new RealRoot(root);
+  // The checked paths lie under the resolved root, whatever link `root` is reached by.
+  const shown = (path: string) => shownPath(realRoot.path, path);
 
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
 

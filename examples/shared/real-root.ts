@@ -3,22 +3,26 @@
 // the check and the open is followed by open(), and only seen afterwards.
 import { realpathSync } from 'node:fs';
 import { type FileHandle, readlink } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { relative } from 'node:path';
 
-/** The sandbox root and its real path, resolved once (the root may sit under a linked /tmp). */
+/**
+ * The sandbox root's real path, resolved once (the root may sit under a
+ * linked /tmp): where the paths pathgate checks lie, as `resolveSymlinks`
+ * resolves the root too.
+ */
 export class RealRoot {
-  private readonly real: string;
+  readonly path: string;
 
-  constructor(private readonly root: string) {
-    this.real = realpathSync(root);
+  constructor(root: string) {
+    this.path = realpathSync(root);
   }
 
   /**
    * Whether the file open on `handle` is the one at the checked `path`: the
-   * kernel's path of it (/proc/self/fd, every link resolved) is the root's
-   * real path joined with `path`'s part under the root. Where /proc cannot
-   * be read (ENOENT: none, as on macOS) there is nothing to compare: true,
-   * the check before the open stands alone.
+   * kernel's path of it (/proc/self/fd, every link resolved) is `path`
+   * itself, under the root's real path. Where /proc cannot be read (ENOENT:
+   * none, as on macOS) there is nothing to compare: true, the check before
+   * the open stands alone.
    */
   async holds(handle: FileHandle, path: string): Promise<boolean> {
     return (await this.through(handle, path)) !== undefined;
@@ -54,12 +58,11 @@ export class RealRoot {
    * undefined for a path not under the root.
    */
   private expected(path: string): [Buffer, Buffer] | undefined {
-    const under = relative(this.root, path);
+    const under = relative(this.path, path);
     if (under === '..' || under.startsWith('../')) return undefined;
     // Bytes, not text: a name that is not UTF-8 must not decode into a match.
     // A file replaced or removed since the open is still the one checked:
     // the kernel then gives its last path with ` (deleted)` after it.
-    const real = join(this.real, under);
-    return [Buffer.from(real), Buffer.from(`${real} (deleted)`)];
+    return [Buffer.from(path), Buffer.from(`${path} (deleted)`)];
   }
 }
