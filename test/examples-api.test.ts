@@ -1,6 +1,16 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -412,6 +422,47 @@ describe.each(EXAMPLES)('the $name example, its root given through a link', (exa
       [200, JSON.stringify({ deleted: 'uploads/moved.txt' })],
     ]);
     expect(readdirSync(join(real, 'uploads'))).toEqual(['hello.txt']);
+  });
+});
+
+// A drop folder: the server may create and remove names in it, not list it.
+// As root (who reads any folder) the server runs as nobody for the requests.
+describe.each(EXAMPLES)('the $name example, a folder it may write in but not read', (example) => {
+  let app: Running;
+  beforeAll(async () => {
+    app = await start(example);
+    const drop = join(app.root, 'uploads', 'drop');
+    mkdirSync(drop);
+    writeFileSync(join(drop, 'old.txt'), 'old');
+    chmodSync(drop, 0o300);
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', '65534', app.root]);
+  });
+  afterAll(() => app.stop());
+
+  /** `send`, as nobody when root: the server runs in this process. */
+  const sendUnprivileged = async (sent: Sent) => {
+    const root = process.getuid?.() === 0;
+    if (root) process.seteuid?.(65534);
+    try {
+      return await send(app.port, sent);
+    } finally {
+      if (root) process.seteuid?.(0);
+    }
+  };
+
+  it('deletes, moves in and out, and stores in it, as by path', async () => {
+    const sent: Sent[] = [
+      { method: 'DELETE', path: '/files/uploads/drop/old.txt' },
+      postJson(
+        '/api/move',
+        JSON.stringify({ from: 'uploads/hello.txt', to: 'uploads/drop/in.txt' }),
+      ),
+      postJson('/api/move', JSON.stringify({ from: 'uploads/drop/in.txt', to: 'uploads/out.txt' })),
+      postFiles('/api/upload', ['file', 'drop/new.txt', 'data']),
+    ];
+    const got: number[] = [];
+    for (const one of sent) got.push((await sendUnprivileged(one)).status);
+    expect(got).toEqual([200, 200, 200, 201]);
   });
 });
 

@@ -94,6 +94,15 @@ async function closingOnFailure<T>(handle: FileHandle, checks: () => Promise<T>)
 }
 
 /**
+ * How a folder is opened to name its entries through. On Linux `O_PATH`
+ * (Node's constants leave it out; this is its value on every Linux Node
+ * runs on): no read permission needed, as naming them by path needed none
+ * (a folder of mode 0o300 takes deletes, moves and uploads, not listings).
+ */
+const FOLDER_FLAGS =
+  constants.O_DIRECTORY | (process.platform === 'linux' ? 0o10000000 : constants.O_RDONLY);
+
+/**
  * Runs `use` in the checked folder `dir`, opened once and confirmed the one
  * checked (else a 404, as a download): `use` names its entries through the
  * open folder (`RealRoot.through`), so a folder on the way swapped for a
@@ -114,7 +123,7 @@ async function inOpenedFolder<T>(
   root: RealRoot,
   use: (entry: (name: string) => string) => Promise<T>,
 ): Promise<T> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const handle = await open(dir, FOLDER_FLAGS);
   try {
     const base = await root.through(handle, dir);
     if (base === undefined) throw noSuchFile();
