@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,6 +28,18 @@ export function entriesUnder(dir: string): string[] {
       return entry.isDirectory() ? `${path}/` : path;
     })
     .sort();
+}
+
+/** This process's open file descriptors on files below `dir` (Linux: /proc/self/fd). */
+export function descriptorsUnder(dir: string): string[] {
+  return readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(`${dir}/`) ? [target] : [];
+    } catch {
+      return []; // closed since the listing
+    }
+  });
 }
 
 export interface Served {

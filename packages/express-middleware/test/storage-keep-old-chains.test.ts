@@ -1,11 +1,9 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type * as fsPromises from 'node:fs/promises';
-import type http from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type Answer, readAnswer } from '../../../test/answer.js';
-import { pathgate } from '../src/index.js';
-import { appPerFile, filePart, multipart, multipartPost, type RawPart, until } from './helpers.js';
+import { appPerFile, until } from './helpers.js';
+import { NAME, replacingRoute, Sender } from './overwrite-senders.js';
 
 // overwrite: true, requests replacing one name in turn while each is still
 // in flight, then ending (201, or 413 for a file over the limit) in a chosen
@@ -40,89 +38,18 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   return { ...fs, rename };
 });
 
-const served = appPerFile((root, app) => {
-  const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
-  const replacing = gate.multer({
-    storage: gate.diskStorage({ overwrite: true }),
-    limits: { fileSize: 1000 },
-  });
-  app.post(
-    '/replace',
-    gate.write({ file: 'f', under: 'uploads' }),
-    replacing.any(),
-    (_req, res) => {
-      res.status(201).end();
-    },
-  );
-});
+const served = appPerFile(replacingRoute);
 
 const uploads = () => join(served.root, 'uploads');
-const NAME = 'report.txt';
 const content = (name = NAME) => readFileSync(join(uploads(), name), 'utf8');
-const holds = (text: string, name = NAME) => {
-  try {
-    return content(name) === text;
-  } catch {
-    return false;
-  }
-};
+const send = (texts: readonly string[], fails: boolean, name?: string) =>
+  new Sender({ port: served.port, folder: uploads() }, texts, fails, name);
 
 beforeEach(() => {
   mkdirSync(uploads(), { recursive: true });
   writeFileSync(join(uploads(), NAME), 'version 1');
 });
 afterEach(() => rmSync(uploads(), { recursive: true, force: true }));
-
-const TOO_LARGE = filePart('f', 'too-large.txt', 'x'.repeat(5000));
-
-/**
- * One request whose body is sent a part at a time: `store` sends its next
- * file (all at `name`) and waits until the name holds it; `end` sends the
- * rest, a file over the limit when it is to fail.
- */
-class Sender {
-  private sent = 0;
-  private readonly body: Buffer;
-  private readonly cuts: number[];
-  private readonly req: http.ClientRequest;
-  readonly answer: Promise<Answer>;
-
-  constructor(
-    private readonly texts: readonly string[],
-    readonly fails: boolean,
-    private readonly name = NAME,
-  ) {
-    const parts: RawPart[] = texts.map((text) => filePart('f', name, text));
-    this.body = multipart(fails ? [...parts, TOO_LARGE] : parts);
-    // Each cut ends a file and the delimiter after it, so busboy hands the part on.
-    this.cuts = texts.map((_, i) => multipart(parts.slice(0, i + 1)).length - '--\r\n'.length);
-    this.req = multipartPost(served.port, '/replace', this.body.length);
-    this.answer = new Promise<Answer>((resolve, reject) => {
-      this.req.on('response', (res) => readAnswer(res).then(resolve, reject));
-      this.req.on('error', reject);
-    });
-  }
-
-  async store(): Promise<void> {
-    const from = this.sent === 0 ? 0 : (this.cuts[this.sent - 1] as number);
-    const text = this.texts[this.sent] as string;
-    this.req.write(this.body.subarray(from, this.cuts[this.sent]));
-    this.sent++;
-    expect(await until(() => holds(text, this.name))).toBe(true);
-  }
-
-  /** Cuts the connection: the request fails with what it stored so far. */
-  cut(): void {
-    this.req.on('error', () => {});
-    this.answer.catch(() => {});
-    this.req.destroy();
-  }
-
-  async end(): Promise<void> {
-    this.req.end(this.body.subarray(this.cuts[this.sent - 1]));
-    expect((await this.answer).status).toBe(this.fails ? 413 : 201);
-  }
-}
 
 type Step = readonly ['store' | 'end', number];
 
@@ -132,7 +59,7 @@ describe('overwrite, a request stores one name twice, another request between it
     ['the first to store ends first', [0, 1]],
     ['the second ends first', [1, 0]],
   ])('%s: version 1 comes back, nothing else stays', async (_label, order) => {
-    const senders = [new Sender(['version 2', 'version 4'], true), new Sender(['version 3'], true)];
+    const senders = [send(['version 2', 'version 4'], true), send(['version 3'], true)];
     const steps: Step[] = [
       ['store', 0],
       ['store', 1],
@@ -147,10 +74,7 @@ describe('overwrite, a request stores one name twice, another request between it
 
 describe('overwrite, a failed request hands over to one that succeeds meanwhile', () => {
   it('the kept file handed over after the other request dropped its own: dropped too', async () => {
-    const [failing, succeeding] = [
-      new Sender(['version 2'], true),
-      new Sender(['version 3'], false),
-    ];
+    const [failing, succeeding] = [send(['version 2'], true), send(['version 3'], false)];
     await failing.store();
     await succeeding.store();
     handOver.hold();
@@ -170,11 +94,11 @@ describe('overwrite, a failed request hands over to one that succeeds meanwhile'
 
 describe('overwrite, a request replaces a file moved from the name another request stored it at', () => {
   it('both fail: the file moved stays where it went, the name it left does not get it', async () => {
-    const first = new Sender(['version 2'], true);
+    const first = send(['version 2'], true);
     await first.store();
     // The app moves the first request's file to another name, which a second request then replaces.
     renameSync(join(uploads(), NAME), join(uploads(), 'moved.txt'));
-    const second = new Sender(['version 3'], true, 'moved.txt');
+    const second = send(['version 3'], true, 'moved.txt');
     await second.store();
     await first.end();
     await second.end();
@@ -188,7 +112,7 @@ describe('overwrite, a request replaces a file moved from the name another reque
 describe('overwrite, requests that replaced one name in turn are all cut at once', () => {
   it('their removals overlap: version 1 comes back, nothing else stays', async () => {
     served.errors.calls.length = 0;
-    const senders = ['version 2', 'version 3', 'version 4'].map((text) => new Sender([text], true));
+    const senders = ['version 2', 'version 3', 'version 4'].map((text) => send([text], true));
     for (const sender of senders) await sender.store();
     for (const sender of senders) sender.cut();
     expect(await until(() => served.errors.calls.length === senders.length)).toBe(true);

@@ -25,6 +25,7 @@ import {
 } from '../src/index.js';
 import {
   BOUNDARY,
+  descriptorsUnder,
   fieldPart,
   filePart,
   filesUnder,
@@ -570,18 +571,6 @@ function leaveAfterPartBegins(port: number, path: string, filename: string): Pro
       });
     });
     socket.on('error', () => done());
-  });
-}
-
-/** This process's open file descriptors on files below `dir` (Linux: /proc/self/fd). */
-function descriptorsUnder(dir: string): string[] {
-  return readdirSync('/proc/self/fd').flatMap((fd) => {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
-      return target.startsWith(`${dir}/`) ? [target] : [];
-    } catch {
-      return []; // closed since the listing
-    }
   });
 }
 
