@@ -2,8 +2,9 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import type * as fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { pathgate, STORAGE_CODES } from '../src/index.js';
+import { STORAGE_CODES } from '../src/index.js';
 import { appPerFile, filePart, upload } from './helpers.js';
+import { replacingRoute } from './overwrite-senders.js';
 
 // overwrite keeps the file it replaces as a hard link (`.pathgate-<uuid>.old`).
 // Linux's protected_hardlinks refuses that link (EPERM) for a file of another
@@ -19,18 +20,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   return { ...fs, link };
 });
 
-const served = appPerFile((root, app) => {
-  const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
-  const replacing = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
-  app.post(
-    '/replace',
-    gate.write({ file: 'f', under: 'uploads' }),
-    replacing.any(),
-    (_req, res) => {
-      res.status(201).end();
-    },
-  );
-});
+const served = appPerFile(replacingRoute);
 
 const uploads = () => join(served.root, 'uploads');
 
