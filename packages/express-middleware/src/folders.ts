@@ -1,5 +1,6 @@
 import { rmdir } from 'node:fs/promises';
 import type { Request } from 'express';
+import { inPlace, type RealPathOf } from './real-path.js';
 
 /**
  * The folders the safe disk storage made for uploads in flight, each with
@@ -110,13 +111,6 @@ export function holdFolder(held: Held, folder: string, made: boolean): void {
   holders.set(folder, (holding ?? 0) + 1);
 }
 
-/**
- * Whether a folder is still where its walk made or entered it: rmdir follows
- * a folder on the way swapped for a link since, and would remove an empty
- * folder outside the root.
- */
-export type InPlace = (folder: string) => Promise<boolean>;
-
 /** rmdir: ENOENT counts as gone; a folder holding anything (ours or another upload's) stays. */
 const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
 
@@ -124,11 +118,15 @@ const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
  * Removes those of the request's folders that are empty, deepest first: a
  * failed upload takes back the folders it made or shares. One that holds a
  * file stays, and an upload that walked through one just removed, to open
- * its file in it, makes it again (`againIfGone`).
+ * its file in it, makes it again (`againIfGone`). Only one still where its
+ * walk made or entered it (`inPlace`): rmdir follows a folder on the way
+ * swapped for a link since, and would remove an empty folder outside the root.
  */
-export async function removeEmptyFolders({ folders }: Held, inPlace: InPlace): Promise<void> {
+export async function removeEmptyFolders({ folders }: Held, realPathOf: RealPathOf): Promise<void> {
   const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
-  for (const folder of deepestFirst) if (await inPlace(folder)) await removeIfEmpty(folder);
+  for (const folder of deepestFirst) {
+    if (await inPlace(realPathOf, folder)) await removeIfEmpty(folder);
+  }
 }
 
 /** How many times a store walks and creates its file while folders on the way keep going. */

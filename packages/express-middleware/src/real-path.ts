@@ -33,13 +33,11 @@ export function realPathsUnder(root: string): () => Promise<RealPathOf> {
  * every link followed (`false` once gone). Checked before a removal by name,
  * which a swap after it still redirects: the race the README states.
  */
-export const inPlace =
-  (realPathOf: RealPathOf) =>
-  (path: string): Promise<boolean> =>
-    realpath(path, { encoding: 'buffer' }).then(
-      (real) => real.equals(realPathOf(path)),
-      () => false,
-    );
+export const inPlace = (realPathOf: RealPathOf, path: string): Promise<boolean> =>
+  realpath(path, { encoding: 'buffer' }).then(
+    (real) => real.equals(realPathOf(path)),
+    () => false,
+  );
 
 /**
  * Where the file open on `handle` is (/proc/self/fd: every link resolved);

@@ -5,7 +5,7 @@ import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { identityAt } from './file-identity.js';
 import { againIfGone, foldersHeldBy, type Held, removeEmptyFolders, whileHeld } from './folders.js';
-import { inPlace, type RealPathOf, realPathsUnder } from './real-path.js';
+import { type RealPathOf, realPathsUnder } from './real-path.js';
 import { FILE_TOO_LARGE, NOT_A_DIRECTORY, refuse, storageError } from './storage-refusals.js';
 import { keepOld, remember, removeStored } from './stored-files.js';
 import { type Created, checkReplaceable, createFor, writeNew } from './temp-file.js';
@@ -130,7 +130,7 @@ async function store(req: Request, file: File, placement: Placement) {
     });
     return await place(req, file, created, placement);
   } catch (error) {
-    await removeEmptyFolders(held, inPlace(realPathOf));
+    await removeEmptyFolders(held, realPathOf);
     throw error;
   }
 }
@@ -207,7 +207,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       void whileHeld(held, () =>
         removeStored(req, path)
           .then(realPaths)
-          .then((realPathOf) => removeEmptyFolders(held, inPlace(realPathOf)))
+          .then((realPathOf) => removeEmptyFolders(held, realPathOf))
           .then(() => callback(null), callback),
       );
     },
