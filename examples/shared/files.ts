@@ -80,7 +80,7 @@ const noSuchFile = () => new FileApiError(404, 'no such file or folder');
 
 /** A file opened through a folder swapped for a link since the check is not at `path`: no such file there, a 404. */
 async function confirmOpened(handle: FileHandle, path: string, root: RealRoot): Promise<void> {
-  if (!(await root.holds(handle, path))) throw noSuchFile();
+  if ((await root.through(handle, path)) === undefined) throw noSuchFile();
 }
 
 /** Runs `checks` on a file just opened; on any failure the file is closed first. */

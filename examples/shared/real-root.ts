@@ -18,22 +18,13 @@ export class RealRoot {
   }
 
   /**
-   * Whether the file open on `handle` is the one at the checked `path`: the
-   * kernel's path of it (/proc/self/fd, every link resolved) is `path`
-   * itself, under the root's real path. Where /proc cannot be read (ENOENT:
-   * none, as on macOS) there is nothing to compare: true, the check before
-   * the open stands alone.
-   */
-  async holds(handle: FileHandle, path: string): Promise<boolean> {
-    return (await this.through(handle, path)) !== undefined;
-  }
-
-  /**
    * A path to what is open on `handle`, checked at `path`: the descriptor's
    * (`/proc/self/fd/<fd>`), which the kernel follows to the file or folder
-   * opened wherever it went since, never again along `path`; `path` itself
-   * where /proc cannot be read (see `holds`); undefined when what is open is
-   * not what was checked.
+   * opened wherever it went since, never again along `path`; undefined when
+   * what is open is not what was checked (the kernel's path of it, every
+   * link resolved, is not `path`). Where /proc cannot be read (ENOENT: none,
+   * as on macOS) there is nothing to compare: `path` itself, the check
+   * before the open stands alone.
    */
   async through(handle: FileHandle, path: string): Promise<string | undefined> {
     const expected = this.expected(path);
