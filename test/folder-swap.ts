@@ -27,6 +27,20 @@ export function swapBeforeUse(folder: string, target: string): void {
   armedUse.set(folder, target);
 }
 
+/** Folders to swap for a link on the next mkdir below them, by path or descriptor, with the link's target. */
+const armedMkdir = new Map<string, string>();
+
+/**
+ * Arms a swap like `swapBeforeUse`, on the next mkdir naming a folder below
+ * `folder` by its path or through a descriptor open on a folder
+ * (`/proc/self/fd/<fd>/<name>`): as another process could between pathgate's
+ * check and the making of a move's or an upload's new folders. `folder` may
+ * be one the request makes itself, not there yet when armed.
+ */
+export function swapBeforeMkdir(folder: string, target: string): void {
+  armedMkdir.set(folder, target);
+}
+
 /** Folders to move away before the next link or rename into them: where to, and the link left in their place. */
 const moves = new Map<string, { to: string; link: string }>();
 
@@ -101,7 +115,8 @@ export function hideProc(hidden: boolean): void {
  * `removeOnceOpened`, `link` and
  * `rename` the moves armed by `moveBeforeName`, `open`, `lstat`, `readdir`,
  * `unlink` and `link` the swaps armed by `swapBeforeUse`, `unlink` and
- * `link` the moves armed by `moveOnceOpened`, `open` and `link` the watch
+ * `link` the moves armed by `moveOnceOpened`, `mkdir` the swaps armed by
+ * `swapBeforeMkdir`, `open` and `link` the watch
  * set by `watchCalls`, and `readlink` failing on /proc while `hideProc` is on.
  * Everything else is the real module.
  */
@@ -109,12 +124,16 @@ export async function withFolderSwap(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
   const fs = await importOriginal();
+  // `force`: a folder the request is about to make is swapped in as a link too.
+  const swap = async (folder: string, target: string) => {
+    await fs.rm(folder, { recursive: true, force: true });
+    await fs.symlink(target, folder);
+  };
   const swapUsed = async (path: unknown) => {
     for (const [folder, target] of armedUse) {
       if (String(path) !== folder && !String(path).startsWith(`${folder}/`)) continue;
       armedUse.delete(folder);
-      await fs.rm(folder, { recursive: true });
-      await fs.symlink(target, folder);
+      await swap(folder, target);
     }
   };
   const named = (path: unknown) => namedThrough(fs, path);
@@ -131,8 +150,7 @@ export async function withFolderSwap(
     for (const [folder, target] of armed) {
       if (!String(path).startsWith(`${folder}/`)) continue;
       armed.delete(folder);
-      await fs.rm(folder, { recursive: true });
-      await fs.symlink(target, folder);
+      await swap(folder, target);
     }
     for (const [folder, { times, opened }] of removals) {
       if (!(opened ? await named(path) : String(path)).startsWith(`${folder}/`)) continue;
@@ -172,6 +190,14 @@ export async function withFolderSwap(
     await swapUsed(path);
     return fs.readdir(path, options as undefined);
   }) as typeof fs.readdir;
+  const mkdir = (async (path: string, options?: object) => {
+    for (const [folder, target] of armedMkdir) {
+      if (!(await named(path)).startsWith(`${folder}/`)) continue;
+      armedMkdir.delete(folder);
+      await swap(folder, target);
+    }
+    return fs.mkdir(path, options);
+  }) as typeof fs.mkdir;
   const rename: typeof fs.rename = async (from, to) => {
     await moveArmed(to);
     return fs.rename(from, to);
@@ -180,5 +206,5 @@ export async function withFolderSwap(
     procHidden && path.startsWith('/proc/')
       ? Promise.reject(Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' }))
       : fs.readlink(path, options)) as typeof fs.readlink;
-  return { ...fs, open, lstat, readdir, link, unlink, rename, readlink };
+  return { ...fs, open, lstat, readdir, link, unlink, mkdir, rename, readlink };
 }
