@@ -29,6 +29,7 @@ import {
   hideProc,
   moveOnceOpened,
   removeOnceOpened,
+  swapBeforeMkdir,
   swapBeforeOpen,
   swapBeforeUse,
   watchCalls,
@@ -130,6 +131,30 @@ const LIST: Act = {
 };
 const ACTS = [DELETE, MOVE_OUT, MOVE_IN, LIST];
 
+/**
+ * New folders below `uploads/<name>` for a move or an upload to make, and the
+ * folder on the way swapped for a link right before the next one is made:
+ * `uploads/<name>` itself (there before), or `new`, the first one made.
+ */
+const NEW_FOLDERS = [
+  { swapped: 'a folder there before', made: false, below: 'new' },
+  { swapped: 'a folder just made', made: true, below: 'new/deeper' },
+] as const;
+
+/**
+ * Arms the swap for a `NEW_FOLDERS` case under `root`: the folder swapped
+ * and its empty twin in `outside` the link leads to.
+ */
+function newFolders(root: string, outside: string, name: string, made: boolean) {
+  const folder = join(root, 'uploads', name);
+  mkdirSync(folder);
+  const swapped = made ? join(folder, 'new') : folder;
+  const twin = join(outside, name);
+  mkdirSync(twin);
+  swapBeforeMkdir(swapped, twin);
+  return { swapped, twin };
+}
+
 /** Every name below `dir`, sorted: what a request may have changed there. */
 const tree = (dir: string) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
 
@@ -221,6 +246,51 @@ describe.each(EXAMPLES)(
         expect(await eventually(() => descriptors() <= open)).toBe(true);
       },
     );
+
+    it.skipIf(!linux).each(NEW_FOLDERS)(
+      'a move into new folders, $swapped swapped right before the next is made: a 404, nothing made outside',
+      async ({ made, below }) => {
+        const { swapped, twin } = newFolders(app.root, outside, `move-${made}`, made);
+        writeFileSync(join(app.root, 'uploads', `move-${made}.txt`), 'moved');
+        const to = `uploads/move-${made}/${below}/x.txt`;
+        const got = await send(
+          app.port,
+          postJson('/api/move', JSON.stringify({ from: `uploads/move-${made}.txt`, to })),
+        );
+        expect(lstatSync(swapped).isSymbolicLink()).toBe(true); // the swap did happen
+        expect(readdirSync(twin)).toEqual([]);
+        expect([got.status, JSON.parse(got.text)]).toEqual([404, REFUSED]);
+      },
+    );
+
+    // What the READMEs state: without /proc the server cannot tell, and follows the link.
+    it('a move into new folders, where /proc cannot be read: they are made through the link', async () => {
+      const { twin } = newFolders(app.root, outside, 'move-unseen', false);
+      writeFileSync(join(app.root, 'uploads', 'move-unseen.txt'), 'moved');
+      hideProc(true);
+      const to = 'uploads/move-unseen/new/x.txt';
+      const got = await send(
+        app.port,
+        postJson('/api/move', JSON.stringify({ from: 'uploads/move-unseen.txt', to })),
+      ).finally(() => hideProc(false));
+      expect(got.status).toBe(200);
+      expect(tree(twin)).toEqual(['new', 'new/x.txt']);
+    });
+
+    it('with no folder swapped, a move makes its new folders, also where /proc cannot be read', async () => {
+      for (const hidden of [false, true]) {
+        const from = join(app.root, 'uploads', `deep-${hidden}.txt`);
+        writeFileSync(from, 'deep');
+        hideProc(hidden);
+        const to = `uploads/deep-${hidden}/one/two/x.txt`;
+        const got = await send(
+          app.port,
+          postJson('/api/move', JSON.stringify({ from: `uploads/deep-${hidden}.txt`, to })),
+        ).finally(() => hideProc(false));
+        expect(got.status).toBe(200);
+        expect(readFileSync(join(app.root, to), 'utf8')).toBe('deep');
+      }
+    });
 
     it('with no folder swapped, the moves, a listing and a delete work, also where /proc cannot be read', async () => {
       for (const hidden of [false, true]) {
@@ -318,6 +388,20 @@ describe('the fastify example, an upload folder swapped for a link after the che
       expect(seen).toEqual([]);
       expect(readdirSync(target)).toEqual([]);
       expect(await eventually(() => descriptors() <= open)).toBe(true);
+    },
+  );
+
+  it.skipIf(!linux).each(NEW_FOLDERS)(
+    'an upload into new folders, $swapped swapped right before the next is made: a 404, nothing made outside',
+    async ({ made, below }) => {
+      const { swapped, twin } = newFolders(app.root, outside, `upload-${made}`, made);
+      const got = await send(
+        app.port,
+        postFiles('/api/upload', ['file', `upload-${made}/${below}/x.txt`, 'data']),
+      );
+      expect(lstatSync(swapped).isSymbolicLink()).toBe(true); // the swap did happen
+      expect(readdirSync(twin)).toEqual([]);
+      expect([got.status, JSON.parse(got.text)]).toEqual([404, REFUSED]);
     },
   );
 

@@ -10,6 +10,7 @@ import {
   open,
   readdir,
   rmdir,
+  stat,
   unlink,
 } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
@@ -54,18 +55,65 @@ function clientError(error: unknown): never {
 }
 
 /**
- * Creates the parent folders of `path`; answers the ones it made, the
- * shallowest first. Errors as the file system gives them (`parentError`).
+ * Creates the parent folders of `path`, each in the one above it opened and
+ * confirmed the one checked (`inOpenedFolder`), never along the path again:
+ * a folder on the way swapped for a link is not followed (on Linux; where
+ * /proc cannot be read, the check before stands alone). Answers the ones it
+ * made, the shallowest first. Errors as the file system gives them
+ * (`parentError`).
  */
-async function makeParents(path: string): Promise<string[]> {
+async function makeParents(path: string, root: RealRoot): Promise<string[]> {
   const parent = dirname(path);
-  const first = await mkdir(parent, { recursive: true });
-  if (first === undefined) return [];
-  const made = [first];
-  for (const name of parent.slice(first.length).split('/').filter(Boolean)) {
-    made.push(`${made.at(-1)}/${name}`);
-  }
-  return made;
+  const found = await nearestFolder(parent);
+  if (found === parent) return [];
+  const names = parent.slice(found.length).split('/').filter(Boolean);
+  return inOpenedFolder(found, root, (entry) => makeIn(entry, found, names, root));
+}
+
+/**
+ * `dir` or the nearest folder above it that is there, by name: followed
+ * through a link swapped in, which `makeParents` refuses once it is open.
+ * One that is a file is the client's mistake (409).
+ */
+async function nearestFolder(dir: string): Promise<string> {
+  const info = await stat(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT' && dirname(dir) !== dir) return undefined;
+    throw error;
+  });
+  if (info === undefined) return nearestFolder(dirname(dir));
+  if (!info.isDirectory()) throw parentNotAFolder();
+  return dir;
+}
+
+/**
+ * Makes the folders `names` in `dir`, open (`entry`), each in the one made
+ * before it, opened through it (`MADE_FOLDER_FLAGS`) and confirmed at its
+ * path. One there already (another request made it) is walked into, not
+ * answered as made.
+ */
+async function makeIn(
+  entry: (name: string) => string,
+  dir: string,
+  [name, ...rest]: string[],
+  root: RealRoot,
+): Promise<string[]> {
+  if (name === undefined) return [];
+  const made = await mkdir(entry(name)).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EEXIST') return false;
+      throw error;
+    },
+  );
+  const folder = `${dir}/${name}`;
+  const deeper =
+    rest.length === 0
+      ? []
+      : await inOpenedFolder(folder, root, (next) => makeIn(next, folder, rest, root), {
+          path: entry(name),
+          flags: MADE_FOLDER_FLAGS,
+        });
+  return made ? [folder, ...deeper] : deeper;
 }
 
 /** Making a parent failed: one that is a file is the client's mistake. */
@@ -117,13 +165,25 @@ function inFolder<T>(
   return inOpenedFolder(dir, root, use).catch(clientError);
 }
 
-/** `inFolder` with the fs errors as they come: an upload walks again on some (`Uploads.attempt`). */
+/**
+ * A folder just made, opened through the one it was made in: as
+ * `FOLDER_FLAGS`, and a link put in its place since is refused (ENOTDIR
+ * where `O_PATH`, else ELOOP), not followed.
+ */
+const MADE_FOLDER_FLAGS = FOLDER_FLAGS | constants.O_NOFOLLOW;
+
+/**
+ * `inFolder` with the fs errors as they come: an upload walks again on some
+ * (`Uploads.attempt`). `opened`: `dir` opened at another path than its own
+ * (through the open folder above it, `makeIn`) and with other flags.
+ */
 async function inOpenedFolder<T>(
   dir: string,
   root: RealRoot,
   use: (entry: (name: string) => string) => Promise<T>,
+  opened: { path: string; flags: number } = { path: dir, flags: FOLDER_FLAGS },
 ): Promise<T> {
-  const handle = await open(dir, FOLDER_FLAGS);
+  const handle = await open(opened.path, opened.flags);
   try {
     const base = await root.through(handle, dir);
     if (base === undefined) throw noSuchFile();
@@ -193,13 +253,13 @@ export async function openFile(path: string, root: RealRoot): Promise<Download> 
 /**
  * Moves a file, creating the target's folders. The link-then-unlink never
  * replaces an existing target (rename would, silently). Both run in the
- * folders checked (`inFolder`); the target's is made first, by name.
+ * folders checked (`inFolder`); the target's is made first (`makeParents`).
  */
 export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
     await requireFile(source);
-    await makeParents(to).catch(parentError);
+    await makeParents(to, root).catch(parentError);
     await inFolder(dirname(to), root, async (toEntry) => {
       const target = toEntry(basename(to));
       await link(source, target);
@@ -342,7 +402,7 @@ export class Uploads {
 
   /** Makes the parents of `path`; holds those it made and those an upload in flight made. */
   private async enter(path: string): Promise<void> {
-    const made = await makeParents(path);
+    const made = await makeParents(path, this.root);
     for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
       if (this.folders.includes(folder)) continue;
       if (!made.includes(folder) && !inFlight.has(folder)) continue;
