@@ -5,6 +5,7 @@ import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { identityAt } from './file-identity.js';
 import { againIfGone, foldersHeldBy, type Held, removeEmptyFolders, whileHeld } from './folders.js';
+import { inNameTurn } from './name-turns.js';
 import { type RealPathOf, realPathsUnder } from './real-path.js';
 import { FILE_TOO_LARGE, NOT_A_DIRECTORY, refuse, storageError } from './storage-refusals.js';
 import { keepOld, remember, removeStored } from './stored-files.js';
@@ -43,6 +44,30 @@ async function giveName(path: string, target: string, overwrite: boolean): Promi
 }
 
 /**
+ * Gives the written file its target's name (keeping the file it replaces,
+ * `keepOld`) in the name's turn: never while another request's removal
+ * there acts on what it looked at, or that removal would put an old file
+ * back over this one, or unlink it, after this request's 201.
+ */
+function nameInTurn(
+  req: Request,
+  path: string,
+  identity: string | undefined,
+  placement: Placement,
+) {
+  const { target, overwrite, held } = placement;
+  return inNameTurn(target, async () => {
+    // Checked right before the name is given: without overwrite no await
+    // between the two; with it, a failure while the old file is kept is
+    // caught (`place`), as one during the rename, and the old file put back.
+    if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
+    const kept = overwrite ? await keepOld(req, target, held) : undefined;
+    await giveName(path, target, overwrite);
+    remember(req, target, { identity, kept });
+  });
+}
+
+/**
  * Stores the stream at `target`: written beside it, then renamed over it
  * (`overwrite`) or linked to its name (never replacing a file there: a 409)
  * once complete, so a cut-off, refused or failed upload leaves the target
@@ -50,7 +75,7 @@ async function giveName(path: string, target: string, overwrite: boolean): Promi
  * comes back if the request fails later (`keepOld`, `removeStored`).
  */
 async function place(req: Request, file: File, temp: Created, placement: Placement) {
-  const { target, overwrite, held } = placement;
+  const { target, overwrite } = placement;
   const size = await writeNew(file, temp);
   try {
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
@@ -58,13 +83,7 @@ async function place(req: Request, file: File, temp: Created, placement: Placeme
     const identity = await identityAt(temp.path);
     // Checked again: a symlink, FIFO or hard link made there while the body arrived stays too.
     if (overwrite) await checkReplaceable(target);
-    // Checked right before the name is given: without overwrite no await
-    // between the two; with it, a failure while the old file is kept is
-    // caught below, as one during the rename, and the old file put back.
-    if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
-    const kept = overwrite ? await keepOld(req, target, held) : undefined;
-    await giveName(temp.path, target, overwrite);
-    remember(req, target, { identity, kept });
+    await nameInTurn(req, temp.path, identity, placement);
     // Failed while the name was given: multer's abort cleanup ran with the
     // temporary name, and will not run for this file again.
     if (failed(req)) {

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { Request } from 'express';
 import { identityAt, ifMissing } from './file-identity.js';
 import type { Held } from './folders.js';
+import { inNameTurn } from './name-turns.js';
 import { NOT_A_FILE, refuse } from './storage-refusals.js';
 
 // What each request stored, and with `overwrite` what it replaced (kept
@@ -81,24 +82,14 @@ export async function keepOld(req: Request, target: string, held: Held): Promise
   return kept;
 }
 
-/** Each name's last removal: the next one, of any request, starts after it. */
-const lastRemoval = new Map<string, Promise<void>>();
-
 /**
- * Removes what the request stored at `path` once the name's earlier
- * removals are done. Overlapping, two requests cut at once that replaced
- * the name in turn each looked before the other renamed: the name kept a
- * failed request's file. The entry goes with the name's last removal.
+ * Removes what the request stored at `path` in the name's turn
+ * (`inNameTurn`): after its earlier removals and stores. Overlapping, two
+ * requests cut at once that replaced the name in turn each looked before
+ * the other renamed: the name kept a failed request's file.
  */
-export function removeStored(req: Request, path: string): Promise<void> {
-  const removal = (lastRemoval.get(path) ?? Promise.resolve()).then(() => undoStores(req, path));
-  const settled = removal.catch(() => {});
-  lastRemoval.set(path, settled);
-  void settled.then(() => {
-    if (lastRemoval.get(path) === settled) lastRemoval.delete(path);
-  });
-  return removal;
-}
+export const removeStored = (req: Request, path: string): Promise<void> =>
+  inNameTurn(path, () => undoStores(req, path));
 
 /**
  * Removes what the request stored at `path` (`removeOne`), latest first, one
