@@ -1,15 +1,38 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import type * as fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { appPerFile, descriptorsUnder, until } from './helpers.js';
 import { NAME, replacingRoute, Sender, textAt } from './overwrite-senders.js';
 
 // overwrite: true, any interleaving of 2-3 requests replacing one name, each
-// ending (in any order) in a 201, a 413 or a cut connection: the name must
-// end with the last file stored by a request that succeeded (or the file from
-// before them all), with no hidden file left and no descriptor open. The
-// chains test holds the orders found wrong so far; this one looks for others.
+// ending (in any order, between the others' stores too) in a 201, a 413 or
+// a cut connection: the name must end with the last file stored by a request
+// that succeeded (or the file from before them all), with no hidden file left
+// and no descriptor open. The chains test holds the orders found wrong so
+// far; this one looks for others.
+
+/**
+ * A failed request's removal looks at the name, then acts: puts the old file
+ * back (a rename from `.old`) or unlinks it. A few milliseconds between the
+ * two, so that a store of another request started meanwhile lands there.
+ */
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof fsPromises>();
+  // Not a hidden name (`.pathgate-*`): the name itself.
+  const atName = (path: unknown) => !String(path).includes('/.pathgate-');
+  const later = () => new Promise((resolve) => setTimeout(resolve, 30));
+  const rename: typeof fs.rename = async (from, to) => {
+    if (String(from).endsWith('.old') && atName(to)) await later();
+    return fs.rename(from, to);
+  };
+  const unlink: typeof fs.unlink = async (path) => {
+    if (atName(path)) await later();
+    return fs.unlink(path);
+  };
+  return { ...fs, rename, unlink };
+});
 
 const served = appPerFile(replacingRoute);
 const uploads = () => join(served.root, 'uploads');
@@ -17,20 +40,36 @@ const BEFORE = 'version 1';
 
 type Ending = 'success' | 'too-large' | 'cut';
 
+/** A request stores its next file at NAME (each store settles before the next step), or ends. */
+type Step = readonly ['store' | 'end', number];
+
 interface Scenario {
   /** Each request's ending, by index; its files are the stores naming it. */
   readonly endings: readonly Ending[];
-  /** Which request stores its next file at NAME, one store after another. */
-  readonly stores: readonly number[];
-  /** The order the requests end in. */
-  readonly ends: readonly number[];
-  /** Every ending started before any settles, or each settled before the next. */
+  /** Which request stores or ends, in turn: a request ends after its last store. */
+  readonly steps: readonly Step[];
+  /** Each ending settled before the next step, or every one started and left to settle meanwhile. */
   readonly together: boolean;
 }
 
-/** Indexes of `keys` from the smallest key up, ties by index: an order that shrinks to 0, 1, 2… */
-const byKey = (keys: readonly { key: number; index: number }[]) =>
-  [...keys].sort((a, b) => a.key - b.key || a.index - b.index).map((k) => k.index);
+interface Keyed {
+  readonly key: number;
+  readonly step: Step;
+}
+
+const endsLast = ({ step }: Keyed) => (step[0] === 'end' ? 1 : 0);
+
+/** Steps from the smallest key up, ties stores first, then by request: an order that shrinks to all stores, then all ends. */
+const byKey = (keys: readonly Keyed[]) =>
+  [...keys]
+    .sort((a, b) => a.key - b.key || endsLast(a) - endsLast(b) || a.step[1] - b.step[1])
+    .map((k) => k.step);
+
+/** A request's stores, and its end after the last of them. */
+const stepsOf = ({ files, end }: { files: number[]; end: number }, index: number): Keyed[] => [
+  ...files.map((key) => ({ key, step: ['store', index] as const })),
+  { key: Math.max(...files) + end, step: ['end', index] as const },
+];
 
 // Orders come from sort keys rather than `chain`ed permutations: fast-check
 // shrinks keys and lists on their own, so a failure shrinks to a short case.
@@ -49,17 +88,20 @@ const scenario: fc.Arbitrary<Scenario> = fc
   })
   .map(({ requests, together }) => ({
     endings: requests.map((r) => r.ending),
-    stores: byKey(requests.flatMap((r, index) => r.files.map((key) => ({ key, index })))),
-    ends: byKey(requests.map((r, index) => ({ key: r.end, index }))),
+    steps: byKey(requests.flatMap(stepsOf)),
     together,
   }));
+
+/** Which request stores each file, one store after another. */
+const storesOf = ({ steps }: Scenario) =>
+  steps.flatMap(([kind, i]) => (kind === 'store' ? [i] : []));
 
 /** The text of each store, by store: all distinct, all other than BEFORE. */
 const textOf = (store: number) => `version ${store + 2}`;
 
 /** The model: the last file a request that succeeded stored, or the file from before. */
-function expectedText({ endings, stores }: Scenario): string {
-  const last = stores.findLastIndex((i) => endings[i] === 'success');
+function expectedText(s: Scenario): string {
+  const last = storesOf(s).findLastIndex((i) => s.endings[i] === 'success');
   return last === -1 ? BEFORE : textOf(last);
 }
 
@@ -74,14 +116,18 @@ async function finish(sender: Sender, ending: Ending, failuresSoFar: number): Pr
 }
 
 async function play(s: Scenario): Promise<void> {
-  const texts = s.endings.map((_, i) => s.stores.flatMap((j, k) => (j === i ? [textOf(k)] : [])));
+  const stores = storesOf(s);
+  const texts = s.endings.map((_, i) => stores.flatMap((j, k) => (j === i ? [textOf(k)] : [])));
   const to = { port: served.port, folder: uploads() };
   const senders = texts.map((t, i) => new Sender(to, t, s.endings[i] !== 'success'));
   try {
-    for (const i of s.stores) await (senders[i] as Sender).store();
     let failures = 0;
     const pending: Promise<void>[] = [];
-    for (const i of s.ends) {
+    for (const [kind, i] of s.steps) {
+      if (kind === 'store') {
+        await (senders[i] as Sender).store();
+        continue;
+      }
       const ending = s.endings[i] as Ending;
       if (ending !== 'success') failures++;
       const settled = finish(senders[i] as Sender, ending, failures);
