@@ -22,9 +22,11 @@ const isPartStream = (value: unknown): value is PartStream =>
 /**
  * multer drops a file part whose filename is empty or missing without ever
  * calling `fileFilter` (busboy reports it as `undefined`). Watch busboy
- * itself, so such a part is denied like any other missing path.
+ * itself, so such a part is denied like any other missing path. Being
+ * called tells the upload that multer reads the body.
  */
 export function watchParts(req: Request, parser: unknown): void {
+  uploadOf(req)?.parsed();
   if (!isPartStream(parser) || watched.has(parser)) return;
   watched.add(parser);
   parser.on('file', (field, _stream, info) => {

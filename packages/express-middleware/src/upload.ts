@@ -1,4 +1,9 @@
-import { type CheckedFile, type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
+import {
+  type CheckedFile,
+  type PathDenial,
+  type RouteGuard,
+  UNEXPECTED_FILE,
+} from '@pathgate/core';
 import type { NextFunction, Request, Response } from 'express';
 import type { StorageEngine } from 'multer';
 import { PathgateDeniedError } from './errors.js';
@@ -73,6 +78,18 @@ function removeAll(req: Request, storage: StorageEngine): Promise<unknown> {
   return Promise.allSettled(storedFiles(req).map(remove));
 }
 
+/**
+ * A body multer called back on without reading it: Express's type-is reads
+ * `multipart/form-data; boundary=x;` as multipart, so the gate left the body
+ * to multer, whose older type-is does not, and skips it. The specs that
+ * needed it deny, optional ones too, as for a multipart body no gate.multer()
+ * reads (a parser after it would hand the handler values no one checked).
+ */
+function unreadBody(guard: RouteGuard): PathDenial[] {
+  const label = guard.bodyLabel ?? guard.fileLabel;
+  return label === undefined ? [] : [{ reason: 'missing-path', label }];
+}
+
 export interface UploadParts {
   readonly req: Request;
   readonly res: Response;
@@ -116,12 +133,19 @@ export class Upload {
   private readonly unchecked: { field: string }[] = [];
   /** Report-only: the labels of the file specs each gate already reported in this request. */
   private readonly reported = new Map<RouteState | undefined, Set<string>>();
+  /** multer handed the body to its parser (it skips one it does not read as multipart). */
+  private parsing = false;
   /** A file part's deny, waiting for multer's abort to remove what it stored. */
   private pending: (() => void) | undefined;
 
   constructor(private readonly parts: UploadParts) {
     this.route = parts.req.route;
     uploads.set(parts.req, this);
+  }
+
+  /** Called when multer hands the body to its parser. */
+  parsed(): void {
+    this.parsing = true;
   }
 
   /**
@@ -310,6 +334,7 @@ export class Upload {
   private checkFields(route: RouteState): readonly PathDenial[] {
     const denials: PathDenial[] = [];
     const { guard, info, reportOnly } = route;
+    if (!this.parsing) return unreadBody(guard);
     const body = guard.checkRequest(
       { body: this.parts.req.body },
       info,

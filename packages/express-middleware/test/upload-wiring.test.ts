@@ -114,6 +114,46 @@ describe('a gate.multer() that follows the gate', () => {
   });
 });
 
+// Express (type-is 2) reads these as multipart, so the gate leaves the body
+// to gate.multer(); multer (type-is 1) does not, and calls back without
+// reading it. The body specs were then never checked: denied, optional too.
+const MULTER_SKIPS = [`${MULTIPART};`, `${MULTIPART}; x`, MULTIPART.replace(';', '\t;')];
+
+describe('a multipart body gate.multer() skips without reading it', () => {
+  it('is denied like one no parser read (missing-path), optional specs too', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const optional = { optional: true, under: 'uploads' } as const;
+        app.post('/body', gate.write({ body: 'to', ...optional }), gate.multer().none(), answer);
+        app.post('/file', gate.write({ file: 'f', ...optional }), gate.multer().any(), answer);
+        app.post(
+          '/d/:dir',
+          gate.write({ params: 'dir', under: 'uploads' }),
+          gate.multer().any(),
+          answer,
+        );
+      },
+      async (port, _root, reached) => {
+        const body = multipart([fieldPart('to', '../../evil')]);
+        for (const type of MULTER_SKIPS) {
+          const sent = { headers: { 'content-type': type }, body };
+          const refused = [
+            (await request(port, 'POST', '/body', sent)).json,
+            (await request(port, 'POST', '/file', sent)).json,
+          ];
+          expect(refused).toEqual([
+            denyBody({ reason: 'missing-path', label: 'body.to' }),
+            denyBody({ reason: 'missing-path', label: 'file f' }),
+          ]);
+          // A route that declares nothing from the body goes on.
+          expect((await request(port, 'POST', '/d/a', sent)).status).toBe(200);
+        }
+        expect(reached()).toBe(MULTER_SKIPS.length);
+      },
+    );
+  });
+});
+
 describe('gate.multer().none() with app.use, before every route', () => {
   it('parses the fields first; the gates then check them like a JSON body', async () => {
     await wired(
