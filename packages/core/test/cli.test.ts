@@ -89,6 +89,31 @@ describe('pathgate check (the built bin)', () => {
     ]);
   });
 
+  it('escapes the other control characters and line separators too: U+007F-U+009F, U+2028, U+2029', () => {
+    // NEL, LS and PS end a line for Unicode-aware readers (Python's splitlines); DEL and
+    // the C1 controls (CSI is U+009B) drive terminals. None may reach the output raw.
+    const inputs = [
+      'public/a\u0085allow',
+      'public/b\u2028c',
+      'public/d\u2029e',
+      'public/f\u007f',
+      'public/\u009b2Kg',
+    ];
+    const run = pathgate('check', ...RULES, ...inputs);
+    expect(run.status).toBe(0);
+    expect(run.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029]/);
+    const lines = run.stdout.split('\n');
+    expect(lines).toHaveLength(inputs.length + 1);
+    inputs.forEach((input, i) => {
+      const [, shown, canonical] =
+        /^allow +("(?:[^"\\]|\\.)*") -> ("(?:[^"\\]|\\.)*") {2}\[rule "\.\/public\/\*\*"\]$/.exec(
+          lines[i] as string,
+        ) ?? [];
+      expect(JSON.parse(shown as string)).toBe(input);
+      expect(JSON.parse(canonical as string)).toBe(`/srv/files/${input}`);
+    });
+  });
+
   it('--json prints one document with the contract fields', () => {
     const run = pathgate('check', ...RULES, '--json', 'uploads/a.png', 'public/.env');
     expect(run.status).toBe(1);

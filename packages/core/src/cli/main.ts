@@ -7,17 +7,32 @@ import { buildPolicy } from './policy-file.js';
 /** One path's decision: what was asked, then checkFs's result (`path` is the canonical path). */
 type Decision = { input: string } & CheckResult;
 
-/** The path as is, or JSON-quoted when it holds what JSON escapes: a newline in it would forge a line. */
+/**
+ * What JSON.stringify leaves raw but a reader of lines must not see: DEL and the C1
+ * controls (CSI drives a terminal), and NEL, LS and PS, which end a line for
+ * Unicode-aware readers (Python's splitlines) and would forge one.
+ */
+const UNSAFE = /[\u007f-\u009f\u2028\u2029]/g;
+
+/** A JSON string with every control character and line separator escaped. */
+function quote(text: string): string {
+  return JSON.stringify(text).replace(
+    UNSAFE,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** The path as is, or quoted when it holds what `quote` escapes: a newline in it would forge a line. */
 function printable(path: string): string {
-  const quoted = JSON.stringify(path);
+  const quoted = quote(path);
   return quoted.slice(1, -1) === path ? path : quoted;
 }
 
 function line({ input, ...result }: Decision): string {
   const verdict = result.outcome === 'allow' ? 'allow' : `deny (${result.reason})`;
   const canonical = result.path === undefined ? '' : ` -> ${printable(result.path)}`;
-  const rule = result.rule === undefined ? '' : `  [rule ${JSON.stringify(result.rule)}]`;
-  return `${verdict.padEnd(28)} ${JSON.stringify(input)}${canonical}${rule}`;
+  const rule = result.rule === undefined ? '' : `  [rule ${quote(result.rule)}]`;
+  return `${verdict.padEnd(28)} ${quote(input)}${canonical}${rule}`;
 }
 
 function run(argv: readonly string[]): number {
