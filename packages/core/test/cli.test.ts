@@ -211,6 +211,23 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stdout).toBe('');
   });
 
+  it.each([
+    [{ fs: ['./a/*'], dot: 'yes' }, ['--dot'], '"dot" must be a boolean'],
+    [{ fs: ['./a/*'], dot: null }, ['--dot'], '"dot" must be a boolean'],
+    [{ root: 5, fs: ['./a/*'] }, ['--root', '/srv'], '"root" must be a string'],
+  ])(
+    'exits 2 on a bad value in the policy file even when a flag overrides it: %j',
+    (policy, flags, message) => {
+      // The file is the policy a service loads: a flag must not hide that it would not build.
+      const file = join(dir, 'bad-value.json');
+      writeFileSync(file, JSON.stringify(policy));
+      const run = pathgate('check', '--policy', file, ...flags, 'a/x');
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain(message);
+      expect(run.stdout).toBe('');
+    },
+  );
+
   it("exits 2 on a second --policy, which would leave the first one's rules unread", () => {
     const [first, second] = [join(dir, 'first.json'), join(dir, 'second.json')];
     writeFileSync(first, JSON.stringify({ fs: ['./a/*'] }));

@@ -58,12 +58,25 @@ function readPolicyFile(file: string): PolicyFile {
   return json as PolicyFile;
 }
 
+/**
+ * The file's values of the types a policy takes, checked even where a flag overrides
+ * them (`--root`, `--dot`): the file is what a service loads, and must build there too.
+ */
+function checkFileTypes(file: PolicyFile): void {
+  if (file.fs !== undefined && !Array.isArray(file.fs))
+    throw new UsageError('the policy file\'s "fs" must be an array of rules');
+  if (file.root !== undefined && typeof file.root !== 'string')
+    throw new UsageError('the policy file\'s "root" must be a string');
+  if (file.dot !== undefined && typeof file.dot !== 'boolean')
+    throw new UsageError('the policy file\'s "dot" must be a boolean');
+}
+
 /** Builds the policy from the file and the flags; a bad policy throws PermissionPolicy's TypeError. */
 export function buildPolicy(command: CheckCommand): PermissionPolicy {
   const file = command.policyFile ? readPolicyFile(command.policyFile) : {};
-  const fileRules = file.fs === undefined ? [] : file.fs;
-  if (!Array.isArray(fileRules))
-    throw new UsageError('the policy file\'s "fs" must be an array of rules');
+  checkFileTypes(file);
+  // Each element is a rule PermissionPolicy checks (a non-string is its TypeError).
+  const fileRules = (file.fs ?? []) as string[];
   return new PermissionPolicy({
     root: (command.root ?? file.root) as string | undefined,
     permissions: { fs: [...fileRules, ...command.rules] },
