@@ -122,12 +122,19 @@ function keyValue(from: unknown, key: string, segments: boolean): unknown {
 
 /**
  * The value a spec selects. A read that throws (a getter or a proxy in a
- * parser's output: a lazy parser decoding `%ZZ`) is one value that fails to
- * canonicalize, as in `selectValues`: a deny, not an error for the framework
- * to answer with a 500.
+ * parser's output, or the request's own getter for it: a lazy parser
+ * decoding `%ZZ`, as Express 5's `req.query`) is one value that fails to
+ * canonicalize, as in `selectValues`: a deny, not an error for the
+ * framework to answer with a 500.
  */
-function readValue(from: unknown, selector: CompiledSelector, segments: boolean): unknown {
+function readValue(
+  request: RequestValues,
+  source: PathSource,
+  selector: CompiledSelector,
+  segments: boolean,
+): unknown {
   try {
+    const from = partOf(request, source);
     return selector.key === undefined
       ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
       : keyValue(from, selector.key, segments);
@@ -317,7 +324,7 @@ export class RouteGuard {
       if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as CompiledSelector;
       const segments = this.paramSegments && source === 'params';
-      const value = readValue(partOf(request, source), selector, segments);
+      const value = readValue(request, source, selector, segments);
       // The string test first: `===` on a value of unknown type is a builtin call.
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {

@@ -921,6 +921,16 @@ describe('checkRequest: a read that throws is a failing value, not a throw', () 
     expect(denialOf(runGuard(g, values).result).reason).toBe('not-a-string');
   });
 
+  it.each(['params', 'query', 'body', 'headers'] as const)(
+    'a request whose %s getter throws (Express 5 parses req.query on each read)',
+    (source) => {
+      const spec = source === 'headers' ? { headers: 'x-p' } : { [source]: 'p' };
+      const g = guardOf({ mode: 'read', paths: [spec] });
+      const request = Object.defineProperty({}, source, getter) as RequestValues;
+      expect(denialOf(runGuard(g, request).result).reason).toBe('not-a-string');
+    },
+  );
+
   it('a segmented param whose read throws', () => {
     const g = compileRouteGuard(policy, { mode: 'read', paths: [{ params: 'p' }] }, 'GET /f/*p', {
       paramSegments: true,
