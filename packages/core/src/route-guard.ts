@@ -135,9 +135,13 @@ function readValue(
 ): unknown {
   try {
     const from = partOf(request, source);
-    return selector.key === undefined
-      ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
-      : keyValue(from, selector.key, segments);
+    const value =
+      selector.key === undefined
+        ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
+        : keyValue(from, selector.key, segments);
+    // A list is copied here, inside the try: a proxy's `length` or a revoked one's
+    // Array.isArray throws too, and the guard reads lists after this.
+    return typeof value === 'string' || !Array.isArray(value) ? value : selectedValues(value);
   } catch {
     return undefined;
   }
@@ -282,7 +286,8 @@ export class RouteGuard {
   private checkSelected(spec: CompiledSpec, value: unknown): string | string[] | Denied {
     if (!Array.isArray(value)) return this.allowedPath(spec, value);
     const paths: string[] = [];
-    for (const item of selectedValues(value)) {
+    // readValue's copy: a plain array, holes read as undefined.
+    for (const item of value) {
       const path = this.allowedPath(spec, item);
       if (typeof path !== 'string') return path;
       paths.push(path);

@@ -891,6 +891,13 @@ describe('checkRequest: own properties only', () => {
   });
 });
 
+/** A proxy already revoked: even Array.isArray throws on it. */
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable([], {});
+  revoke();
+  return proxy;
+}
+
 describe('checkRequest: a read that throws is a failing value, not a throw', () => {
   const throwing = (): never => {
     throw new URIError('URI malformed');
@@ -913,6 +920,12 @@ describe('checkRequest: a read that throws is a failing value, not a throw', () 
       'a proxy trap',
       { headers: 'x-p' },
       { headers: new Proxy({}, { getOwnPropertyDescriptor: throwing }) },
+    ],
+    ['a selected revoked proxy', { body: 'p' }, { body: { p: revokedProxy() } }],
+    [
+      'a selected list whose length throws',
+      { body: ['a', 'p'] },
+      { body: { a: { p: new Proxy([], { get: throwing }) } } },
     ],
   ];
 
