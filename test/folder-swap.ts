@@ -92,6 +92,19 @@ function armRemovals(folder: string, times: number, opened: boolean): void {
   else removals.delete(folder);
 }
 
+/** Folders to remove (empty) right after the next open of them, by path or through a descriptor. */
+const removedOnOpen = new Set<string>();
+
+/**
+ * Arms a removal: the next open of `folder` itself, by path or through a
+ * descriptor open on the folder above it, is followed by its removal
+ * (empty), as a failed upload beside this one could take it back once the
+ * server opened it, before the server checks where it is.
+ */
+export function removeOnOpen(folder: string): void {
+  removedOnOpen.add(folder);
+}
+
 /** Called after each open and link the server made: to read the disk between them. */
 let watcher: (() => void) | undefined;
 
@@ -111,13 +124,13 @@ export function hideProc(hidden: boolean): void {
 
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
- * `swapBeforeOpen` and the removals armed by `removeBeforeOpen` and
- * `removeOnceOpened`, `link` and
+ * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`,
+ * `removeOnceOpened` and `removeOnOpen`, `link` and
  * `rename` the moves armed by `moveBeforeName`, `open`, `lstat`, `readdir`,
  * `unlink` and `link` the swaps armed by `swapBeforeUse`, `unlink` and
  * `link` the moves armed by `moveOnceOpened`, `mkdir` the swaps armed by
- * `swapBeforeMkdir`, `open` and `link` the watch
- * set by `watchCalls`, and `readlink` failing on /proc while `hideProc` is on.
+ * `swapBeforeMkdir`, `open` and `link` the watch set by `watchCalls`, and
+ * `readlink` failing on /proc while `hideProc` is on.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -159,6 +172,8 @@ export async function withFolderSwap(
       await fs.rmdir(folder);
     }
     const handle = await fs.open(path, flags, mode);
+    const opened = await named(path);
+    if (removedOnOpen.delete(opened)) await fs.rmdir(opened);
     watcher?.();
     return handle;
   };

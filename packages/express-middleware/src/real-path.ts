@@ -16,15 +16,18 @@ const SLASH = Buffer.from('/');
  * canonical text, not necessarily a real path, and a link on the way to it
  * may be retargeted while the server runs (`current -> releases/N`). A root
  * that cannot be resolved stores nothing. Gives a checked path's real path:
- * the root's joined with the path's part under it. Bytes, not text: a name
- * that is not UTF-8 must not decode into a match.
+ * the root's joined with the path's part under it (the root's own, for the
+ * root). Bytes, not text: a name that is not UTF-8 must not decode into a
+ * match.
  */
 export function realPathsUnder(root: string): () => Promise<RealPathOf> {
   return async () => {
     const base = await realpath(root, { encoding: 'buffer' });
     const joint = base.equals(SLASH) ? [] : [SLASH];
-    return (path) =>
-      Buffer.concat([base, ...joint, Buffer.from(path.slice(root.length).replace(/^\//, ''))]);
+    return (path) => {
+      const under = path.slice(root.length).replace(/^\//, '');
+      return under === '' ? base : Buffer.concat([base, ...joint, Buffer.from(under)]);
+    };
   };
 }
 

@@ -144,7 +144,7 @@ async function store(req: Request, file: File, placement: Placement) {
   const realPathOf = await placement.realPaths();
   try {
     const created = await againIfGone(async () => {
-      await ensureParent(root, target, held);
+      await ensureParent(root, target, held, realPathOf);
       return createFor(target, overwrite, realPathOf);
     });
     return await place(req, file, created, placement);

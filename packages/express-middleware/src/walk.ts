@@ -1,6 +1,8 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type Held, holdFolder } from './folders.js';
+import { BELOW, entryIn, FOLDER, openFolder } from './open-folder.js';
+import type { RealPathOf } from './real-path.js';
 import { NAME_TOO_LONG, NOT_A_DIRECTORY, refuse } from './storage-refusals.js';
 
 // The safe disk storage's walk: the target's folders, made or entered one
@@ -14,13 +16,20 @@ const PATH_MAX = 4096;
 /**
  * Creates the target's parent directories one segment at a time below the
  * root, refusing any component that is a symlink or not a directory
- * (`mkdir -p` would follow a planted link out of the root). A name or a path
+ * (`mkdir -p` would follow a planted link out of the root). On Linux each
+ * is made and opened through the one above it, open and confirmed where it
+ * was checked (`throughOpen`), never by its path again. A name or a path
  * too long for the file system is refused first, so no empty directory is
  * left for it. Holds each directory it makes at once, so those it made
  * before a failure further down (no inode left) are removed too, and each
  * one it enters that another upload in flight made (`holdFolder`).
  */
-export async function ensureParent(root: string, target: string, held: Held): Promise<void> {
+export async function ensureParent(
+  root: string,
+  target: string,
+  held: Held,
+  realPathOf: RealPathOf,
+): Promise<void> {
   // A path another gate's policy checked, under another root: the walk below
   // could not vouch for its directories (a server misconfiguration: a 500).
   if (root !== '/' && !target.startsWith(`${root}/`)) {
@@ -35,16 +44,59 @@ export async function ensureParent(root: string, target: string, held: Held): Pr
     throw refuse(NAME_TOO_LONG);
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
-  let current = root === '/' ? '' : root;
-  for (const segment of below) {
-    current = `${current}/${segment}`;
-    try {
-      await mkdir(current);
-      holdFolder(held, current, true);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      holdFolder(held, current, false);
+  if (below.length === 0) return;
+  if (!(await throughOpen(root, below, held, realPathOf))) await byPath(root, below, held);
+}
+
+/** Makes `path` (by its path or through an open folder): whether it made it, not found it there. */
+const made = (path: string) =>
+  mkdir(path).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+      return false;
+    },
+  );
+
+/**
+ * The walk on Linux: the root opened and confirmed, then each folder below
+ * made in the open one above it and opened through it (a link put in its
+ * place is refused, `BELOW`), confirmed at its path too, before the next:
+ * a folder swapped for a link meanwhile has nothing made through it.
+ * `false` where the kernel cannot say where a folder is: walk by path.
+ */
+async function throughOpen(
+  root: string,
+  below: string[],
+  held: Held,
+  realPathOf: RealPathOf,
+): Promise<boolean> {
+  let folder = await openFolder(root, FOLDER, realPathOf(root));
+  if (folder === undefined) return false;
+  try {
+    let current = root === '/' ? '' : root;
+    for (const name of below) {
+      current = `${current}/${name}`;
+      const entry = entryIn(folder, name);
+      holdFolder(held, current, await made(entry));
+      const next = await openFolder(entry, BELOW, realPathOf(current));
+      if (next === undefined) throw refuse(NOT_A_DIRECTORY);
+      const above = folder;
+      folder = next;
+      await above.close();
     }
+    return true;
+  } finally {
+    await folder.close();
+  }
+}
+
+/** The walk where the kernel cannot say where a folder is: each made by path, then checked by lstat. */
+async function byPath(root: string, below: string[], held: Held): Promise<void> {
+  let current = root === '/' ? '' : root;
+  for (const name of below) {
+    current = `${current}/${name}`;
+    holdFolder(held, current, await made(current));
     if (!(await lstat(current)).isDirectory()) {
       throw refuse(NOT_A_DIRECTORY);
     }

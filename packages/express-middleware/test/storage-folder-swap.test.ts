@@ -16,6 +16,8 @@ import {
   hideProc,
   moveBeforeName,
   removeBeforeOpen,
+  removeOnOpen,
+  swapBeforeMkdir,
   swapBeforeOpen,
 } from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
@@ -196,6 +198,40 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
   });
 });
 
+// A folder on the way swapped for a link to a folder outside right before
+// the walk makes the next folder in it (see swapBeforeMkdir): `uploads/a`,
+// there before, or `new`, the first one the walk made. On Linux each new
+// folder is made through the one above it, open and confirmed, so none is
+// made through the link.
+describe('the safe disk storage, a folder swapped for a link before the walk makes the next', () => {
+  const CASES = [
+    { swapped: 'a', upload: 'a/new/x.txt', left: ['uploads/', 'uploads/a'] },
+    {
+      swapped: 'a/new',
+      upload: 'a/new/deeper/x.txt',
+      left: ['uploads/', 'uploads/a/', 'uploads/a/new'],
+    },
+  ] as const;
+
+  it.skipIf(!linux).each(CASES)(
+    'uploads/$swapped: a 403 naming no path, no folder made outside, none left inside',
+    async ({ swapped, upload: name, left }) => {
+      await onApp(withUploads, async (port, root) => {
+        const before = descriptors();
+        swapBeforeMkdir(join(root, 'uploads', swapped), outside);
+        const res = await upload(port, '/up', [filePart('doc', name, 'escaped')]);
+        expect(lstatSync(join(root, 'uploads', swapped)).isSymbolicLink()).toBe(true); // swapped
+        expect([res.status, res.json]).toEqual([403, REFUSED]);
+        expect(res.text).not.toContain(root);
+        expect(res.text).not.toContain(outside);
+        expect(readdirSync(outside)).toEqual([]);
+        expect(entriesUnder(root)).toEqual(left);
+        expect(await eventually(() => descriptors() === before)).toBe(true);
+      });
+    },
+  );
+});
+
 // The folder moved away once the file in it was created and checked, before
 // the file gets its name (see moveBeforeName), and a link left in its place.
 // The link or rename names the file beside its temporary one: it can land
@@ -246,6 +282,16 @@ describe('the safe disk storage, a new folder removed under the store', () => {
   it.each([1, 3])('%i time(s) before its file is created: the upload is stored', async (times) => {
     await onApp(withUploads, async (port, root) => {
       removeBeforeOpen(join(root, 'uploads', 'a', 'new'), times);
+      const res = await upload(port, '/up', [filePart('doc', 'a/new/x.txt', 'kept')]);
+      expect([res.status, res.json]).toEqual([201, { files: ['a/new/x.txt'] }]);
+      expect(readFileSync(join(root, 'uploads', 'a', 'new', 'x.txt'), 'utf8')).toBe('kept');
+    });
+  });
+
+  // On Linux, as the walk reads back where the folder it opened is: a folder removed is walked again, not refused.
+  it('right after the walk opened it: the upload is stored', async () => {
+    await onApp(withUploads, async (port, root) => {
+      removeOnOpen(join(root, 'uploads', 'a', 'new'));
       const res = await upload(port, '/up', [filePart('doc', 'a/new/x.txt', 'kept')]);
       expect([res.status, res.json]).toEqual([201, { files: ['a/new/x.txt'] }]);
       expect(readFileSync(join(root, 'uploads', 'a', 'new', 'x.txt'), 'utf8')).toBe('kept');
