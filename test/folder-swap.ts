@@ -41,6 +41,19 @@ export function swapBeforeMkdir(folder: string, target: string): void {
   armedMkdir.set(folder, target);
 }
 
+/** Folders to swap for a link on the next rmdir below them, by path or descriptor, with the link's target. */
+const armedRmdir = new Map<string, string>();
+
+/**
+ * Arms a swap like `swapBeforeMkdir`, on the next rmdir naming a folder
+ * below `folder` by its path or through a descriptor open on a folder: as
+ * another process could between the check of a failed upload's folder and
+ * its removal.
+ */
+export function swapBeforeRmdir(folder: string, target: string): void {
+  armedRmdir.set(folder, target);
+}
+
 /** Folders to move away before the next link or rename into them: where to, and the link left in their place. */
 const moves = new Map<string, { to: string; link: string }>();
 
@@ -129,8 +142,9 @@ export function hideProc(hidden: boolean): void {
  * `rename` the moves armed by `moveBeforeName`, `open`, `lstat`, `readdir`,
  * `unlink` and `link` the swaps armed by `swapBeforeUse`, `unlink` and
  * `link` the moves armed by `moveOnceOpened`, `mkdir` the swaps armed by
- * `swapBeforeMkdir`, `open` and `link` the watch set by `watchCalls`, and
- * `readlink` failing on /proc while `hideProc` is on.
+ * `swapBeforeMkdir`, `rmdir` those armed by `swapBeforeRmdir`, `open` and
+ * `link` the watch set by `watchCalls`, and `readlink` failing on /proc
+ * while `hideProc` is on.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -205,14 +219,21 @@ export async function withFolderSwap(
     await swapUsed(path);
     return fs.readdir(path, options as undefined);
   }) as typeof fs.readdir;
-  const mkdir = (async (path: string, options?: object) => {
-    for (const [folder, target] of armedMkdir) {
+  const swapNamed = async (armedAt: Map<string, string>, path: unknown) => {
+    for (const [folder, target] of armedAt) {
       if (!(await named(path)).startsWith(`${folder}/`)) continue;
-      armedMkdir.delete(folder);
+      armedAt.delete(folder);
       await swap(folder, target);
     }
+  };
+  const mkdir = (async (path: string, options?: object) => {
+    await swapNamed(armedMkdir, path);
     return fs.mkdir(path, options);
   }) as typeof fs.mkdir;
+  const rmdir: typeof fs.rmdir = async (path, options) => {
+    await swapNamed(armedRmdir, path);
+    return fs.rmdir(path, options);
+  };
   const rename: typeof fs.rename = async (from, to) => {
     await moveArmed(to);
     return fs.rename(from, to);
@@ -221,5 +242,5 @@ export async function withFolderSwap(
     procHidden && path.startsWith('/proc/')
       ? Promise.reject(Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' }))
       : fs.readlink(path, options)) as typeof fs.readlink;
-  return { ...fs, open, lstat, readdir, link, unlink, mkdir, rename, readlink };
+  return { ...fs, open, lstat, readdir, link, unlink, mkdir, rmdir, rename, readlink };
 }

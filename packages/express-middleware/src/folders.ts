@@ -1,5 +1,7 @@
 import { rmdir } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import type { Request } from 'express';
+import { entryIn, FOLDER, openFolder } from './open-folder.js';
 import { inPlace, type RealPathOf } from './real-path.js';
 
 /**
@@ -111,22 +113,39 @@ export function holdFolder(held: Held, folder: string, made: boolean): void {
   holders.set(folder, (holding ?? 0) + 1);
 }
 
-/** rmdir: ENOENT counts as gone; a folder holding anything (ours or another upload's) stays. */
-const removeIfEmpty = (folder: string) => rmdir(folder).catch(() => {});
+/**
+ * Removes `folder` if it is empty (rmdir: one holding anything, ours or
+ * another upload's, stays), in the folder above it, open and confirmed
+ * where it was checked (`openFolder`): a folder on the way swapped for a
+ * link is not followed, and rmdir does not follow a link in `folder`'s
+ * place. Where the kernel cannot say where a folder is, by path, once it
+ * still resolves to its real path (`inPlace`): a swap after that check is
+ * followed (the race the README states). Best effort: a failure leaves it.
+ */
+async function removeIfEmpty(folder: string, realPathOf: RealPathOf): Promise<void> {
+  try {
+    const above = await openFolder(dirname(folder), FOLDER, realPathOf(dirname(folder)));
+    if (above === undefined) {
+      if (await inPlace(realPathOf, folder)) await rmdir(folder);
+      return;
+    }
+    await rmdir(entryIn(above, basename(folder))).finally(() => above.close());
+  } catch {
+    // Gone already, not empty, or not where it was checked: it stays.
+  }
+}
 
 /**
  * Removes those of the request's folders that are empty, deepest first: a
  * failed upload takes back the folders it made or shares. One that holds a
  * file stays, and an upload that walked through one just removed, to open
  * its file in it, makes it again (`againIfGone`). Only one still where its
- * walk made or entered it (`inPlace`): rmdir follows a folder on the way
- * swapped for a link since, and would remove an empty folder outside the root.
+ * walk made or entered it (`removeIfEmpty`): never an empty folder outside
+ * the root, reached through a folder on the way swapped for a link.
  */
 export async function removeEmptyFolders({ folders }: Held, realPathOf: RealPathOf): Promise<void> {
   const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
-  for (const folder of deepestFirst) {
-    if (await inPlace(realPathOf, folder)) await removeIfEmpty(folder);
-  }
+  for (const folder of deepestFirst) await removeIfEmpty(folder, realPathOf);
 }
 
 /** How many times a store walks and creates its file while folders on the way keep going. */

@@ -19,6 +19,7 @@ import {
   removeOnOpen,
   swapBeforeMkdir,
   swapBeforeOpen,
+  swapBeforeRmdir,
 } from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
 import { entriesUnder, filePart, onApp, tempRoot, upload } from './helpers.js';
@@ -230,6 +231,41 @@ describe('the safe disk storage, a folder swapped for a link before the walk mak
       });
     },
   );
+});
+
+// A failed upload removes the folder its walk made (uploads/a/b), and
+// uploads/a is swapped for a link to a folder with an empty b of its own
+// right before (see swapBeforeRmdir). On Linux the folder is removed through
+// the one above it, open and confirmed: never through the link.
+describe('the safe disk storage, a folder swapped for a link before a made one is removed', () => {
+  const tooLarge = (root: string, app: Express) => {
+    mkdirSync(join(root, 'uploads', 'a'), { recursive: true });
+    const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+    const small = gate.multer({ limits: { fileSize: 3 } });
+    app.post('/small', gate.write({ file: 'doc', under: 'uploads' }), small.any(), stored);
+  };
+
+  it.skipIf(!linux)('the upload fails, the empty folder outside stays', async () => {
+    await onApp(tooLarge, async (port, root) => {
+      mkdirSync(join(outside, 'b'));
+      swapBeforeRmdir(join(root, 'uploads', 'a'), outside);
+      const res = await upload(port, '/small', [filePart('doc', 'a/b/x.txt', 'too large')]);
+      expect(res.status).toBe(413);
+      expect(lstatSync(join(root, 'uploads', 'a')).isSymbolicLink()).toBe(true); // swapped
+      expect(entriesUnder(outside)).toEqual(['b/']);
+    });
+  });
+
+  it('with no swap, the folder it made is removed, also where /proc cannot be read', async () => {
+    await onApp(tooLarge, async (port, root) => {
+      for (const hidden of [false, true]) {
+        hideProc(hidden);
+        const res = await upload(port, '/small', [filePart('doc', 'a/b/x.txt', 'too large')]);
+        expect(res.status).toBe(413);
+        expect(entriesUnder(root)).toEqual(['uploads/', 'uploads/a/']);
+      }
+    });
+  });
 });
 
 // The folder moved away once the file in it was created and checked, before
