@@ -47,7 +47,8 @@ async function giveName(path: string, target: string, overwrite: boolean): Promi
  * Gives the written file its target's name (keeping the file it replaces,
  * `keepOld`) in the name's turn: never while another request's removal
  * there acts on what it looked at, or that removal would put an old file
- * back over this one, or unlink it, after this request's 201.
+ * back over this one, or unlink it, after this request's 201; nor while
+ * another store keeps the old file there, a second link for a moment.
  */
 function nameInTurn(
   req: Request,
@@ -57,6 +58,10 @@ function nameInTurn(
 ) {
   const { target, overwrite, held } = placement;
   return inNameTurn(target, async () => {
+    // Checked again, in the turn: a symlink, FIFO or hard link made there
+    // while the body arrived stays too; another store's old file, linked to
+    // be kept while it renames, is never seen as a second link.
+    if (overwrite) await checkReplaceable(target);
     // Checked right before the name is given: without overwrite no await
     // between the two; with it, a failure while the old file is kept is
     // caught (`place`), as one during the rename, and the old file put back.
@@ -81,8 +86,6 @@ async function place(req: Request, file: File, temp: Created, placement: Placeme
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
     const identity = await identityAt(temp.path);
-    // Checked again: a symlink, FIFO or hard link made there while the body arrived stays too.
-    if (overwrite) await checkReplaceable(target);
     await nameInTurn(req, temp.path, identity, placement);
     // Failed while the name was given: multer's abort cleanup ran with the
     // temporary name, and will not run for this file again.

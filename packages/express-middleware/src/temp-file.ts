@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { identityAt, identityOf, ifMissing } from './file-identity.js';
+import { inNameTurn } from './name-turns.js';
 import { openedAt, type RealPathOf } from './real-path.js';
 import { EXISTS, NOT_A_DIRECTORY, NOT_A_FILE, refuse, SYMLINK } from './storage-refusals.js';
 
@@ -76,13 +77,14 @@ async function checkAbsent(target: string): Promise<void> {
 
 /**
  * Creates the temporary sibling a part is written to, once what is at its
- * target is checked: written in place, a file in flight could be read,
+ * target is checked (with `overwrite` in the name's turn: another store's
+ * old file, linked to be kept, is no hard link of the app's): written in place, a file in flight could be read,
  * moved or deleted half-written, and its cleanup would then remove by name
  * a file another request stored there since. Confirmed where the walk
  * checked it before a byte is written (`confirmCreated`).
  */
 export async function createFor(target: string, overwrite: boolean, realPathOf: RealPathOf) {
-  await (overwrite ? checkReplaceable(target) : checkAbsent(target));
+  await (overwrite ? inNameTurn(target, () => checkReplaceable(target)) : checkAbsent(target));
   const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
   const created: Created = { path, handle: await createFile(path) };
   await confirmCreated(created, realPathOf(path));
