@@ -292,6 +292,27 @@ describe.each(EXAMPLES)(
       }
     });
 
+    it.skipIf(!linux)(
+      'a move into many new folders holds a few descriptors at once, not one per folder',
+      async () => {
+        writeFileSync(join(app.root, 'uploads', 'deeper.txt'), 'deep');
+        const before = descriptors();
+        let most = before;
+        // Read right after each open the server made: the descriptors it holds then.
+        watchCalls(() => {
+          most = Math.max(most, descriptors());
+        });
+        const to = `uploads/deeper/${'d/'.repeat(100)}x.txt`;
+        const got = await send(
+          app.port,
+          postJson('/api/move', JSON.stringify({ from: 'uploads/deeper.txt', to })),
+        ).finally(() => watchCalls(undefined));
+        expect(got.status).toBe(200);
+        expect(readFileSync(join(app.root, to), 'utf8')).toBe('deep');
+        expect(most - before).toBeLessThan(10);
+      },
+    );
+
     it('with no folder swapped, the moves, a listing and a delete work, also where /proc cannot be read', async () => {
       for (const hidden of [false, true]) {
         const { folder } = twins(`kept-${hidden}`);

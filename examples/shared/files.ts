@@ -56,18 +56,20 @@ function clientError(error: unknown): never {
 
 /**
  * Creates the parent folders of `path`, each in the one above it opened and
- * confirmed the one checked (`inOpenedFolder`), never along the path again:
+ * confirmed the one checked (`openFolder`), never along the path again:
  * a folder on the way swapped for a link is not followed (on Linux; where
- * /proc cannot be read, the check before stands alone). Answers the ones it
- * made, the shallowest first. Errors as the file system gives them
- * (`parentError`).
+ * /proc cannot be read, the check before stands alone). Adds the ones it
+ * made to `made`, the shallowest first, as each is made: a failure further
+ * down leaves them to the caller to take back. Errors as the file system
+ * gives them (`parentError`).
  */
-async function makeParents(path: string, root: RealRoot): Promise<string[]> {
+async function makeParents(path: string, root: RealRoot, made: string[] = []): Promise<string[]> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
-  if (found === parent) return [];
+  if (found === parent) return made;
   const names = parent.slice(found.length).split('/').filter(Boolean);
-  return inOpenedFolder(found, root, (entry) => makeIn(entry, found, names, root));
+  await makeIn(await openFolder(found, root), found, names, root, made);
+  return made;
 }
 
 /**
@@ -86,35 +88,45 @@ async function nearestFolder(dir: string): Promise<string> {
 }
 
 /**
- * Makes the folders `names` in `dir`, open (`entry`), each in the one made
- * before it, opened through it (`MADE_FOLDER_FLAGS`) and confirmed at its
- * path. One there already (another request made it) is walked into, not
- * answered as made.
+ * Makes the folders `names` in `dir`, open (`opened`, closed here), each
+ * in the one made before it, opened through it (`MADE_FOLDER_FLAGS`) and
+ * confirmed at its path; each folder closed once the next is open, so a
+ * deep path holds two descriptors at most, not one per folder. One there
+ * already (another request made it) is walked into, not added to `made`.
  */
 async function makeIn(
-  entry: (name: string) => string,
+  opened: OpenFolder,
   dir: string,
-  [name, ...rest]: string[],
+  names: string[],
   root: RealRoot,
-): Promise<string[]> {
-  if (name === undefined) return [];
-  const made = await mkdir(entry(name)).then(
+  made: string[],
+): Promise<void> {
+  let current = opened;
+  let folder = dir;
+  try {
+    for (const [index, name] of names.entries()) {
+      const at = `${current.base}/${name}`;
+      folder = `${folder}/${name}`;
+      if (await makeFolder(at)) made.push(folder);
+      if (index === names.length - 1) return;
+      const next = await openFolder(folder, root, { path: at, flags: MADE_FOLDER_FLAGS });
+      await current.handle.close();
+      current = next;
+    }
+  } finally {
+    await current.handle.close();
+  }
+}
+
+/** mkdir: `true` once made, `false` when something is there already (walked into, or refused once opened). */
+const makeFolder = (path: string) =>
+  mkdir(path).then(
     () => true,
     (error: NodeJS.ErrnoException) => {
       if (error.code === 'EEXIST') return false;
       throw error;
     },
   );
-  const folder = `${dir}/${name}`;
-  const deeper =
-    rest.length === 0
-      ? []
-      : await inOpenedFolder(folder, root, (next) => makeIn(next, folder, rest, root), {
-          path: entry(name),
-          flags: MADE_FOLDER_FLAGS,
-        });
-  return made ? [folder, ...deeper] : deeper;
-}
 
 /** Making a parent failed: one that is a file is the client's mistake. */
 function parentError(error: NodeJS.ErrnoException): never {
@@ -172,21 +184,38 @@ function inFolder<T>(
  */
 const MADE_FOLDER_FLAGS = FOLDER_FLAGS | constants.O_NOFOLLOW;
 
+/** A folder open and confirmed the one checked: `base` names its entries (`RealRoot.through`). */
+interface OpenFolder {
+  readonly handle: FileHandle;
+  readonly base: string;
+}
+
 /**
- * `inFolder` with the fs errors as they come: an upload walks again on some
- * (`Uploads.attempt`). `opened`: `dir` opened at another path than its own
+ * Opens the checked folder `dir` and confirms it the one checked, else a
+ * 404 (closed first). `opened`: `dir` opened at another path than its own
  * (through the open folder above it, `makeIn`) and with other flags.
  */
+async function openFolder(
+  dir: string,
+  root: RealRoot,
+  opened: { path: string; flags: number } = { path: dir, flags: FOLDER_FLAGS },
+): Promise<OpenFolder> {
+  const handle = await open(opened.path, opened.flags);
+  return closingOnFailure(handle, async () => {
+    const base = await root.through(handle, dir);
+    if (base === undefined) throw noSuchFile();
+    return { handle, base };
+  });
+}
+
+/** `inFolder` with the fs errors as they come: an upload walks again on some (`Uploads.attempt`). */
 async function inOpenedFolder<T>(
   dir: string,
   root: RealRoot,
   use: (entry: (name: string) => string) => Promise<T>,
-  opened: { path: string; flags: number } = { path: dir, flags: FOLDER_FLAGS },
 ): Promise<T> {
-  const handle = await open(opened.path, opened.flags);
+  const { handle, base } = await openFolder(dir, root);
   try {
-    const base = await root.through(handle, dir);
-    if (base === undefined) throw noSuchFile();
     return await use((name) => `${base}/${name}`);
   } finally {
     await handle.close();
