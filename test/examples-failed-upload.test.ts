@@ -62,6 +62,11 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     expect(await sent(big, 'big')).toEqual({ status: 413, disk: [] });
   });
 
+  it('a name too long below new folders: a 400, none of the folders made on the way left', async () => {
+    const long = upload(`long/a/${'x'.repeat(300)}/file.bin`);
+    expect(await sent(long, 'long')).toEqual({ status: 400, disk: [] });
+  });
+
   it('a folder that was there before stays', async () => {
     mkdirSync(join(app.root, 'uploads', 'was'));
     expect(await sent(cut('was/new/file.bin'), 'was')).toEqual({

@@ -429,9 +429,21 @@ export class Uploads {
     }
   }
 
-  /** Makes the parents of `path`; holds those it made and those an upload in flight made. */
+  /**
+   * Makes the parents of `path`; holds those it made, also when making the
+   * next failed (`discard` takes them back), and those an upload in flight made.
+   */
   private async enter(path: string): Promise<void> {
-    const made = await makeParents(path, this.root);
+    const made: string[] = [];
+    try {
+      await makeParents(path, this.root, made);
+    } finally {
+      this.hold(path, made);
+    }
+  }
+
+  /** Holds the folders on the way to `path` this upload made (`made`) or an upload in flight made. */
+  private hold(path: string, made: string[]): void {
     for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
       if (this.folders.includes(folder)) continue;
       if (!made.includes(folder) && !inFlight.has(folder)) continue;
