@@ -13,18 +13,9 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  begin,
-  EXAMPLES,
-  type Got,
-  postFiles,
-  postJson,
-  type Running,
-  type Sent,
-  send,
-  start,
-} from './examples.js';
+import { begin, EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
 import { eventually } from './fault-clients.js';
+import { startedForSuite } from './fixture.js';
 import {
   hideProc,
   moveOnceOpened,
@@ -51,16 +42,14 @@ const REFUSED = { statusCode: 404, error: 'Not Found', message: 'no such file or
 describe.each(EXAMPLES)(
   'the $name example, a folder swapped for a link after the check',
   (example) => {
-    let app: Running;
+    const app = startedForSuite(example);
     let outside: string;
-    beforeAll(async () => {
-      app = await start(example);
+    beforeAll(() => {
       outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
       writeFileSync(join(outside, 'guide.md'), OUTSIDE_BYTES);
     });
-    afterAll(async () => {
+    afterAll(() => {
       hideProc(false);
-      await app.stop();
       rmSync(outside, { recursive: true, force: true });
     });
 
@@ -161,15 +150,13 @@ const tree = (dir: string) => readdirSync(dir, { recursive: true, encoding: 'utf
 describe.each(EXAMPLES)(
   'the $name example, a delete, a move or a listing through a folder swapped for a link',
   (example) => {
-    let app: Running;
+    const app = startedForSuite(example);
     let outside: string;
-    beforeAll(async () => {
-      app = await start(example);
+    beforeAll(() => {
       outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
     });
-    afterAll(async () => {
+    afterAll(() => {
       hideProc(false);
-      await app.stop();
       rmSync(outside, { recursive: true, force: true });
     });
 
@@ -341,11 +328,7 @@ describe.each(EXAMPLES)(
 describe.each(EXAMPLES)(
   'the $name example, a folder swapped for a link to its " (deleted)" twin',
   (example) => {
-    let app: Running;
-    beforeAll(async () => {
-      app = await start(example);
-    });
-    afterAll(() => app.stop());
+    const app = startedForSuite(example);
 
     it.skipIf(!linux)(
       'a delete in uploads/, swapped for a link to "uploads (deleted)" outside the allowlist: a 404, its file stays',
@@ -366,16 +349,14 @@ describe.each(EXAMPLES)(
 
 // Express stores uploads with @pathgate/express's own storage, not the example's code.
 describe('the fastify example, an upload folder swapped for a link after the check', () => {
-  let app: Running;
+  const app = startedForSuite(EXAMPLES[0]);
   let outside: string;
-  beforeAll(async () => {
-    app = await start(EXAMPLES[0]);
+  beforeAll(() => {
     outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
   });
-  afterAll(async () => {
+  afterAll(() => {
     watchCalls(undefined);
     hideProc(false);
-    await app.stop();
     rmSync(outside, { recursive: true, force: true });
   });
 
