@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, type Running, start } from './examples.js';
+import { EXAMPLES } from './examples.js';
+import { startedForSuite } from './fixture.js';
 
 // Each example's page in real headless Chromium: an upload through the form,
 // a denied filename with its reason in the status box, a download by its
@@ -62,20 +63,16 @@ describe.skipIf(!hasChromium)('the examples in headless Chromium', () => {
   });
 
   describe.each(EXAMPLES)('the $name example', (example) => {
-    let app: Running;
+    const app = startedForSuite(example);
     let page: Page;
 
     beforeAll(async () => {
-      app = await start(example);
       page = await browser.newPage();
       await page.goto(app.url);
       await page.locator('#list-public li', { hasText: 'readme.txt' }).waitFor();
     }, 15_000);
 
-    afterAll(async () => {
-      await page?.close();
-      await app?.stop();
-    });
+    afterAll(() => page?.close());
 
     it('uploads a file through the form and lists it', async () => {
       await page.setInputFiles('#upload-file', {

@@ -19,16 +19,8 @@ import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Started } from '../examples/shared/run.js';
 import { createSandbox } from '../examples/shared/sandbox.js';
-import {
-  EXAMPLES,
-  type Got,
-  postFiles,
-  postJson,
-  type Running,
-  type Sent,
-  send,
-  start,
-} from './examples.js';
+import { EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
 
 // One session of requests, in order, against each example over real HTTP:
 // both frameworks must give every request the same status and the same body.
@@ -349,21 +341,19 @@ function check(got: Got, expected: Expected): void {
 }
 
 describe.each(EXAMPLES)('the $name example', (example) => {
-  let app: Running;
+  const app = startedForSuite(example);
   const answers: Got[] = [];
   const socket = net.createServer();
 
   beforeAll(async () => {
-    app = await start(example);
     // A link planted inside the allowlist, pointing out of it.
     symlinkSync('../secret.txt', join(app.root, 'uploads', 'link'));
     execFileSync('mkfifo', [join(app.root, 'public', 'docs', 'pipe')]);
     const path = join(app.root, 'public', 'docs', 'socket');
     await new Promise<void>((listening) => socket.listen(path, listening));
   });
-  afterAll(async () => {
+  afterAll(() => {
     socket.close();
-    await app?.stop();
   });
 
   it.each(STEPS)('%s', async (_name, sent, expected) => {
@@ -432,16 +422,14 @@ describe.each(EXAMPLES)('the $name example, its root given through a link', (exa
 // A drop folder: the server may create and remove names in it, not list it.
 // As root (who reads any folder) the server runs as nobody for the requests.
 describe.each(EXAMPLES)('the $name example, a folder it may write in but not read', (example) => {
-  let app: Running;
-  beforeAll(async () => {
-    app = await start(example);
+  const app = startedForSuite(example);
+  beforeAll(() => {
     const drop = join(app.root, 'uploads', 'drop');
     mkdirSync(drop);
     writeFileSync(join(drop, 'old.txt'), 'old');
     chmodSync(drop, 0o300);
     if (process.getuid?.() === 0) execFileSync('chown', ['-R', '65534', app.root]);
   });
-  afterAll(() => app.stop());
 
   /** `send`, as nobody when root: the server runs in this process. */
   const sendUnprivileged = async (sent: Sent) => {

@@ -1,8 +1,9 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { begin, EXAMPLES, postFiles, type Running, type Sent, send, start } from './examples.js';
+import { describe, expect, it } from 'vitest';
+import { begin, EXAMPLES, postFiles, type Sent, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
 
 // A cut or refused upload to a deep name leaves no folder of its own behind,
 // already when the answer arrives (the disk is read at once, no wait): only
@@ -24,11 +25,7 @@ const upload = (...names: string[]) =>
   postFiles('/api/upload', ...names.map((name): [string, string, string] => ['file', name, 'x']));
 
 describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails', (example) => {
-  let app: Running;
-  beforeAll(async () => {
-    app = await start(example);
-  });
-  afterAll(() => app.stop());
+  const app = startedForSuite(example);
 
   /** The entries below uploads/ that start with `prefix` (folders end in `/`), sorted. */
   const disk = (prefix: string) => {

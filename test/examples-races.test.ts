@@ -1,17 +1,9 @@
 import { readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  begin,
-  EXAMPLES,
-  postFiles,
-  postJson,
-  type Running,
-  type Sent,
-  send,
-  start,
-} from './examples.js';
+import { describe, expect, it } from 'vitest';
+import { begin, EXAMPLES, postFiles, postJson, type Sent, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
 
 // Other clients acting on a name while an upload to it is in flight: they
 // never see, move or delete the half-written file, and the failing upload
@@ -28,11 +20,7 @@ const inFlight = (name: string): Sent => ({
 });
 
 describe.each(EXAMPLES)('the $name example, while an upload is in flight', (example) => {
-  let app: Running;
-  beforeAll(async () => {
-    app = await start(example);
-  });
-  afterAll(() => app.stop());
+  const app = startedForSuite(example);
 
   const uploads = () => readdirSync(join(app.root, 'uploads')).sort();
 
@@ -94,11 +82,7 @@ describe.each(EXAMPLES)('the $name example, while an upload is in flight', (exam
 });
 
 describe.each(EXAMPLES)('the $name example, a link swapped in for a file it serves', (example) => {
-  let app: Running;
-  beforeAll(async () => {
-    app = await start(example);
-  });
-  afterAll(() => app.stop());
+  const app = startedForSuite(example);
 
   it('is never followed on open: the file, or a 400 or 403, never the secret nor a 500', async () => {
     // Another process swaps uploads/swap.txt between a file and a link to the
@@ -134,11 +118,7 @@ describe.each(EXAMPLES)('the $name example, a link swapped in for a file it serv
 describe.each(EXAMPLES)(
   'the $name example, two moves and a delete of one file at once',
   (example) => {
-    let app: Running;
-    beforeAll(async () => {
-      app = await start(example);
-    });
-    afterAll(() => app.stop());
+    const app = startedForSuite(example);
 
     it('one of them takes it, the others are 404s, and it is left where the one put it', async () => {
       const uploads = join(app.root, 'uploads');

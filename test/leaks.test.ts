@@ -1,9 +1,10 @@
 import { readdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { filePart, MULTIPART, multipart } from '../packages/express-middleware/test/helpers.js';
 import { httpUpload } from '../packages/express-middleware/test/upload-clients.js';
-import { EXAMPLES, type Running, start } from './examples.js';
+import { EXAMPLES } from './examples.js';
 import { abortedUpload, eventually, exchange } from './fault-clients.js';
+import { startedForSuite } from './fixture.js';
 import { exchangeRaw, openSession, rawRequest } from './raw-http.js';
 
 // Sustained abuse of both examples (Fastify with @fastify/multipart, Express
@@ -158,13 +159,11 @@ const PATTERNS: Record<string, Pattern> = {
 };
 
 describe.each(EXAMPLES)('the $name example under sustained abuse', (example) => {
-  let app: Running;
   beforeAll(async () => {
     // The other example's server closed, so that the counts are this one's.
     await eventually(() => !process.getActiveResourcesInfo().includes('TCPServerWrap'));
-    app = await start(example);
   });
-  afterAll(() => app.stop());
+  const app = startedForSuite(example);
 
   it.each(Object.entries(PATTERNS))(
     '%s: every count is back to its baseline',

@@ -4,8 +4,9 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, type Got, type Running, type Sent, send, start } from './examples.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLES, type Got, type Sent, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
 
 // Malformed multipart framing (the boundary, the part headers, the body's
 // length and encoding) against each example's /api/upload, whose storage
@@ -213,13 +214,11 @@ const expectedFor = (expected: Expected, name: 'fastify' | 'express'): Answer =>
 const parsed = (got: Got) => ({ status: got.status, json: JSON.parse(got.text) as unknown });
 
 describe.each(EXAMPLES)('$name example: malformed multipart framing', (example) => {
-  let app: Running;
+  const app = startedForSuite(example);
   let seeded: string[];
-  beforeAll(async () => {
-    app = await start(example);
+  beforeAll(() => {
     seeded = snapshot(app.root);
   });
-  afterAll(() => app.stop());
   // Whatever a case stored (its upload, or a file it should not have kept) goes, so the next case starts clean.
   afterEach(() => {
     for (const name of readdirSync(join(app.root, 'uploads'))) {
@@ -261,11 +260,7 @@ describe.each(EXAMPLES)('$name example: malformed multipart framing', (example) 
 });
 
 describe.each(EXAMPLES)('$name example: a body cut inside a file', (example) => {
-  let app: Running;
-  beforeAll(async () => {
-    app = await start(example);
-  });
-  afterAll(() => app.stop());
+  const app = startedForSuite(example);
 
   it('is answered once the storage is done: the sandbox does not change after the 400', async () => {
     // 100 folders to make before the file is opened: the body ends while the storage is still at it.
