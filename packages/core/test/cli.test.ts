@@ -137,6 +137,18 @@ describe('pathgate check (the built bin)', () => {
     });
   });
 
+  it('--json escapes them too: the document parses the same, with no raw C1, NEL, LS or PS', () => {
+    // The JSON goes to a terminal or a line reader as often as the text does.
+    const inputs = ['public/a\u0085allow', 'public/b\u2028c', 'public/\u009b2Kg', 'public/f\u007f'];
+    const run = pathgate('check', ...RULES, '--json', ...inputs);
+    expect(run.status).toBe(0);
+    expect(run.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029]/);
+    const { results } = JSON.parse(run.stdout) as { results: { input: string; path: string }[] };
+    expect(results.map((r) => [r.input, r.path])).toEqual(
+      inputs.map((input) => [input, `/srv/files/${input}`]),
+    );
+  });
+
   it('reads a JSON policy file, and flags add rules to it', () => {
     const file = join(dir, 'policy.json');
     writeFileSync(file, JSON.stringify({ root: '/data', fs: ['./reports/*.csv'], dot: true }));

@@ -14,13 +14,16 @@ type Decision = { input: string } & CheckResult;
  */
 const UNSAFE = /[\u007f-\u009f\u2028\u2029]/g;
 
-/** A JSON string with every control character and line separator escaped. */
-function quote(text: string): string {
-  return JSON.stringify(text).replace(
+/** JSON text with UNSAFE escaped too: they occur only inside its strings, so it parses the same. */
+function safeJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
     UNSAFE,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }
+
+/** A JSON string with every control character and line separator escaped. */
+const quote = (text: string): string => safeJson(text);
 
 /** The path as is, or quoted when it holds what `quote` escapes: a newline in it would forge a line. */
 function printable(path: string): string {
@@ -47,7 +50,7 @@ function run(argv: readonly string[]): number {
     ...checkFs(policy, input, command.mode),
   }));
   if (command.json) {
-    console.log(JSON.stringify({ root: policy.root, mode: command.mode, results }, null, 2));
+    console.log(safeJson({ root: policy.root, mode: command.mode, results }, 2));
   } else {
     for (const decision of results) console.log(line(decision));
   }
