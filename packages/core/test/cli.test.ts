@@ -227,6 +227,8 @@ describe('pathgate check (the built bin)', () => {
     [{ fs: ['./a/*'], dot: 'yes' }, ['--dot'], '"dot" must be a boolean'],
     [{ fs: ['./a/*'], dot: null }, ['--dot'], '"dot" must be a boolean'],
     [{ root: 5, fs: ['./a/*'] }, ['--root', '/srv'], '"root" must be a string'],
+    [{ root: 'srv/files', fs: ['./a/*'] }, ['--root', '/srv'], '"root" must canonicalize'],
+    [{ root: '', fs: ['./a/*'] }, ['--root', '/srv'], '"root" must canonicalize'],
   ])(
     'exits 2 on a bad value in the policy file even when a flag overrides it: %j',
     (policy, flags, message) => {

@@ -1,3 +1,4 @@
+import { canonicalizeRoot } from '../canonicalize.js';
 import { PermissionPolicy } from '../policy.js';
 import { resolveSymlinks } from '../realpath.js';
 import type { CheckCommand } from './args.js';
@@ -59,14 +60,20 @@ function readPolicyFile(file: string): PolicyFile {
 }
 
 /**
- * The file's values of the types a policy takes, checked even where a flag overrides
+ * The file's values as a policy takes them, checked even where a flag overrides
  * them (`--root`, `--dot`): the file is what a service loads, and must build there too.
  */
-function checkFileTypes(file: PolicyFile): void {
+function checkFileValues(file: PolicyFile): void {
   if (file.fs !== undefined && !Array.isArray(file.fs))
     throw new UsageError('the policy file\'s "fs" must be an array of rules');
   if (file.root !== undefined && typeof file.root !== 'string')
     throw new UsageError('the policy file\'s "root" must be a string');
+  // Lexically, as PermissionPolicy first does: a relative or empty root never builds.
+  const root = file.root === undefined ? undefined : canonicalizeRoot(file.root, undefined);
+  if (root?.ok === false)
+    throw new UsageError(
+      `the policy file's "root" must canonicalize to an absolute path (${root.reason})`,
+    );
   if (file.dot !== undefined && typeof file.dot !== 'boolean')
     throw new UsageError('the policy file\'s "dot" must be a boolean');
 }
@@ -74,7 +81,7 @@ function checkFileTypes(file: PolicyFile): void {
 /** Builds the policy from the file and the flags; a bad policy throws PermissionPolicy's TypeError. */
 export function buildPolicy(command: CheckCommand): PermissionPolicy {
   const file = command.policyFile ? readPolicyFile(command.policyFile) : {};
-  checkFileTypes(file);
+  checkFileValues(file);
   // Each element is a rule PermissionPolicy checks (a non-string is its TypeError).
   const fileRules = (file.fs ?? []) as string[];
   return new PermissionPolicy({
