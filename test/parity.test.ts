@@ -1,6 +1,15 @@
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Apps, BOUNDARY, MULTIPART_TYPE, type Sent, send, startApps } from './apps.js';
+import {
+  type Apps,
+  BOUNDARY,
+  MULTIPART_TYPE,
+  multipartBody,
+  type Route,
+  type Sent,
+  send,
+  startApps,
+} from './apps.js';
 import { CASES, policy, ROOT, ROUTES } from './parity-cases.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
@@ -88,6 +97,43 @@ describe('where the frameworks read a request differently (README, "The same req
       body,
     });
     expect([fromFastify.status, fromExpress]).toEqual([415, missing]);
+  });
+
+  it("a Content-Type multer's type-is cannot parse: Fastify reads the upload, Express denies its specs, optional ones too", async () => {
+    const routes: Route[] = [
+      { method: 'POST', url: '/f', mode: 'write', paths: [{ file: 'f', under: 'uploads' }] },
+      {
+        method: 'POST',
+        url: '/fo',
+        mode: 'write',
+        paths: [{ file: 'f', under: 'uploads', optional: true }],
+      },
+    ];
+    const uploads = await startApps({ policy, routes });
+    try {
+      const body = multipartBody(['name="f"; filename="a.txt"']);
+      for (const path of ['/f', '/fo']) {
+        const sent: Sent = {
+          method: 'POST',
+          path,
+          headers: { 'content-type': `${MULTIPART_TYPE};` },
+          body,
+        };
+        const [fromFastify, fromExpress] = await Promise.all([
+          send(uploads.fastify.port, sent),
+          send(uploads.express.port, sent),
+        ]);
+        expect(fromFastify.body).toMatchObject({
+          pathgate: { files: [{ field: 'f', path: `${ROOT}/uploads/a.txt` }] },
+        });
+        expect(fromExpress).toEqual({
+          status: 403,
+          body: denyBody({ reason: 'missing-path', label: 'file f' }),
+        });
+      }
+    } finally {
+      await uploads.close();
+    }
   });
 
   it.each([
