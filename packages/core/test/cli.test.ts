@@ -205,6 +205,13 @@ describe('pathgate check (the built bin)', () => {
     },
   );
 
+  it('the usage names every exit status, 3 (an internal error) included, as the README does', () => {
+    const { stdout } = pathgate('--help');
+    expect(stdout).toMatch(
+      /Exit status: 0 when [^.]*, 1 when [^.]*, 2 on [^.]*, 3 on an internal error/,
+    );
+  });
+
   it('a "--help" after "--" is a PATH', () => {
     const run = pathgate('check', '--rule', './x', '--', '--help');
     expect(run.status).toBe(1);
