@@ -46,6 +46,18 @@ function loadMulter(): (options: object) => Multer {
   }
 }
 
+/**
+ * A storage the gate can store with and take back a denied request's files
+ * from. multer reads any other value (`null`, a path) as no storage and
+ * keeps files in memory; pathgate would use its disk storage: neither is
+ * what was asked for.
+ */
+const isStorageEngine = (storage: unknown): boolean =>
+  typeof storage === 'object' &&
+  storage !== null &&
+  typeof (storage as StorageEngine)._handleFile === 'function' &&
+  typeof (storage as StorageEngine)._removeFile === 'function';
+
 function readMulterOptions(options: unknown): PathgateMulterOptions {
   if (typeof options !== 'object' || options === null) fail('options must be an object');
   for (const key of RESERVED) {
@@ -53,7 +65,10 @@ function readMulterOptions(options: unknown): PathgateMulterOptions {
       fail(`option ${key} is set by pathgate`);
     }
   }
-  const { fileFilter, streamHandler } = options as PathgateMulterOptions;
+  const { fileFilter, streamHandler, storage } = options as PathgateMulterOptions;
+  if (storage !== undefined && !isStorageEngine(storage)) {
+    fail('option storage must be a multer storage engine (with _handleFile and _removeFile)');
+  }
   if (fileFilter !== undefined && typeof fileFilter !== 'function') {
     fail('option fileFilter must be a function');
   }

@@ -163,6 +163,9 @@ describe('gate.read() / gate.write(): route specs are compiled when the middlewa
   });
 });
 
+const STORAGE_ENGINE =
+  'option storage must be a multer storage engine (with _handleFile and _removeFile)';
+
 describe('gate.multer(options): multer options pathgate owns are refused', () => {
   const gate = pathgate({ root: '/srv', fs: FS });
   const ROWS: readonly (readonly [string, unknown, string])[] = [
@@ -172,6 +175,10 @@ describe('gate.multer(options): multer options pathgate owns are refused', () =>
     ['dest', { dest: '/tmp' }, 'option dest is set by pathgate'],
     ['fileFilter a string', { fileFilter: 'x' }, 'option fileFilter must be a function'],
     ['streamHandler a number', { streamHandler: 1 }, 'option streamHandler must be a function'],
+    // multer falls back to memory for these; pathgate would store on disk: neither was asked for.
+    ['storage null', { storage: null }, STORAGE_ENGINE],
+    ['storage a path', { storage: '/tmp/uploads' }, STORAGE_ENGINE],
+    ['storage without _removeFile', { storage: { _handleFile() {} } }, STORAGE_ENGINE],
   ];
   it.each(ROWS)('%s', (_name, options, message) => {
     expect(thrown(() => gate.multer(options as never))).toBe(`pathgate: gate.multer(): ${message}`);
