@@ -282,23 +282,53 @@ export async function openFile(path: string, root: RealRoot): Promise<Download> 
 /**
  * Moves a file, creating the target's folders. The link-then-unlink never
  * replaces an existing target (rename would, silently). Both run in the
- * folders checked (`inFolder`); the target's is made first (`makeParents`).
+ * folders checked (`inFolder`); the target's is made first (`makeParents`),
+ * and taken back should the move fail (`removeEmpty`), as an upload's.
  */
 export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
     await requireFile(source);
-    await makeParents(to, root).catch(parentError);
-    await inFolder(dirname(to), root, async (toEntry) => {
-      const target = toEntry(basename(to));
-      await link(source, target);
-      await unlink(source).catch(async (error: unknown) => {
-        // Another request moved or deleted it meanwhile: this copy must not stay.
-        await unlink(target).catch(() => {});
-        throw error;
-      });
-    });
+    const made: string[] = [];
+    try {
+      await makeParents(to, root, made).catch(parentError);
+      await inFolder(dirname(to), root, (toEntry) => linkAway(source, toEntry(basename(to))));
+    } catch (error) {
+      await removeEmpty(made, root);
+      throw error;
+    }
   });
+}
+
+/** Links `source` to `target`, then unlinks `source`: a move that never replaces a file. */
+async function linkAway(source: string, target: string): Promise<void> {
+  await link(source, target);
+  await unlink(source).catch(async (error: unknown) => {
+    // Another request moved or deleted it meanwhile: this copy must not stay.
+    await unlink(target).catch(() => {});
+    throw error;
+  });
+}
+
+/**
+ * Removes `path` with `remove` in its folder as checked (`inFolder`): one
+ * swapped for a link since keeps what is in it, and nothing of that name
+ * where the link leads is removed. A failure leaves it, as another request
+ * may hold it.
+ */
+async function removeInFolder(
+  path: string,
+  root: RealRoot,
+  remove: (path: string) => Promise<void>,
+): Promise<void> {
+  const named = (entry: (name: string) => string) => remove(entry(basename(path)));
+  await inFolder(dirname(path), root, named).catch(() => {});
+}
+
+/** Removes those of `folders` that are empty (none holding another request's file), deepest first. */
+async function removeEmpty(folders: readonly string[], root: RealRoot): Promise<void> {
+  const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
+  for (const folder of deepestFirst) await removeInFolder(folder, root, rmdir);
 }
 
 /** Deletes a file, in the folder checked (`inFolder`). */
@@ -404,20 +434,12 @@ export class Uploads {
 
   /**
    * Removes what was stored, then those of its folders that are empty (not
-   * holding another upload's file). Each in its folder as checked
-   * (`inFolder`): one swapped for a link since keeps what is in it, and
-   * nothing of that name where the link leads is removed.
+   * holding another upload's file), each in its folder as checked
+   * (`removeInFolder`).
    */
   async discard(): Promise<void> {
-    await Promise.all(this.stored.map((path) => this.removeIn(path, unlink)));
-    const deepestFirst = [...this.folders].sort((a, b) => b.length - a.length);
-    for (const folder of deepestFirst) await this.removeIn(folder, rmdir);
-  }
-
-  /** Removes `path` with `remove` in its folder (`inFolder`); a failure leaves it, as another request may hold it. */
-  private async removeIn(path: string, remove: (path: string) => Promise<void>): Promise<void> {
-    const named = (entry: (name: string) => string) => remove(entry(basename(path)));
-    await inFolder(dirname(path), this.root, named).catch(() => {});
+    await Promise.all(this.stored.map((path) => removeInFolder(path, this.root, unlink)));
+    await removeEmpty(this.folders, this.root);
   }
 
   /** The request is over: its folders are no longer its to remove. */
