@@ -1,16 +1,31 @@
 import { rmdir } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename } from 'node:path';
 import type { Request } from 'express';
 import { entryIn, FOLDER, openFolder } from './open-folder.js';
-import { inPlace, type RealPathOf } from './real-path.js';
+import { inPlace, parentOf } from './real-path.js';
 
 /**
- * The folders the safe disk storage made for uploads in flight, each with
- * the number of requests holding it: the one whose upload made it, and
- * those whose uploads walked into it since. Any of them that fails removes
- * it once empty, so a folder made for two uploads that both failed goes
- * with the second, whichever made it. Entries leave with their last
- * holder (see `Held`): the map never outgrows the uploads in flight.
+ * A folder a walk made or entered: its checked path, and its real path
+ * then. A link on the way to the root may be retargeted meanwhile
+ * (`current -> releases/N`): the same path then names another release's
+ * folder, never this one's to remove.
+ */
+export interface Folder {
+  readonly path: string;
+  readonly real: Buffer;
+}
+
+/** A folder's key in `holders`: its real path's bytes, one to one. */
+const keyOf = ({ real }: Folder) => real.toString('latin1');
+
+/**
+ * The folders the safe disk storage made for uploads in flight (by real
+ * path, `keyOf`), each with the number of requests holding it: the one
+ * whose upload made it, and those whose uploads walked into it since. Any
+ * of them that fails removes it once empty, so a folder made for two
+ * uploads that both failed goes with the second, whichever made it.
+ * Entries leave with their last holder (see `Held`): the map never
+ * outgrows the uploads in flight.
  */
 const holders = new Map<string, number>();
 
@@ -25,7 +40,7 @@ const holders = new Map<string, number>();
  * overwrites kept would go (`onRelease`) before they were put back.
  */
 export interface Held {
-  readonly folders: string[];
+  readonly folders: Folder[];
   /** Its response is over (or it has none, as in a unit test). */
   over: boolean;
   /** Its parse by multer, stores and removals under way (`hold`). */
@@ -41,9 +56,10 @@ const isShared = (held: Held) => !held.over || held.busy > 0;
 /** Counts the request's folders in `holders` (`by` 1) or takes them out (-1). */
 function count(held: Held, by: 1 | -1): void {
   for (const folder of held.folders) {
-    const holding = (holders.get(folder) ?? 0) + by;
-    if (holding === 0) holders.delete(folder);
-    else holders.set(folder, holding);
+    const key = keyOf(folder);
+    const holding = (holders.get(key) ?? 0) + by;
+    if (holding === 0) holders.delete(key);
+    else holders.set(key, holding);
   }
 }
 
@@ -106,30 +122,33 @@ export async function whileHeld<T>(held: Held, work: () => Promise<T>): Promise<
  * before any upload is never ours to remove). Walks run in a store, so
  * within `whileHeld`: the request's folders are shared.
  */
-export function holdFolder(held: Held, folder: string, made: boolean): void {
-  const holding = holders.get(folder);
-  if ((!made && holding === undefined) || held.folders.includes(folder)) return;
+export function holdFolder(held: Held, folder: Folder, made: boolean): void {
+  const key = keyOf(folder);
+  const holding = holders.get(key);
+  if (!made && holding === undefined) return;
+  if (held.folders.some(({ real }) => real.equals(folder.real))) return;
   held.folders.push(folder);
-  holders.set(folder, (holding ?? 0) + 1);
+  holders.set(key, (holding ?? 0) + 1);
 }
 
 /**
  * Removes `folder` if it is empty (rmdir: one holding anything, ours or
- * another upload's, stays), in the folder above it, open and confirmed
- * where it was checked (`openFolder`): a folder on the way swapped for a
- * link is not followed, and rmdir does not follow a link in `folder`'s
- * place. Where the kernel cannot say where a folder is, by path, once it
- * still resolves to its real path (`inPlace`): a swap after that check is
- * followed (the race the README states). Best effort: a failure leaves it.
+ * another upload's, stays), in the folder above it, opened by its real
+ * path when walked and confirmed there (`openFolder`): a folder on the way
+ * swapped for a link is not followed, and rmdir does not follow a link in
+ * `folder`'s place. Where the kernel cannot say where a folder is, by its
+ * real path, once that still resolves to itself (`inPlace`): a swap after
+ * that check is followed (the race the README states). Best effort: a
+ * failure leaves it.
  */
-async function removeIfEmpty(folder: string, realPathOf: RealPathOf): Promise<void> {
+async function removeIfEmpty({ path, real }: Folder): Promise<void> {
   try {
-    const above = await openFolder(dirname(folder), FOLDER, realPathOf(dirname(folder)));
+    const above = await openFolder(parentOf(real), FOLDER, parentOf(real));
     if (above === undefined) {
-      if (await inPlace(realPathOf, folder)) await rmdir(folder);
+      if (await inPlace(real)) await rmdir(real);
       return;
     }
-    await rmdir(entryIn(above, basename(folder))).finally(() => above.close());
+    await rmdir(entryIn(above, basename(path))).finally(() => above.close());
   } catch {
     // Gone already, not empty, or not where it was checked: it stays.
   }
@@ -143,9 +162,9 @@ async function removeIfEmpty(folder: string, realPathOf: RealPathOf): Promise<vo
  * walk made or entered it (`removeIfEmpty`): never an empty folder outside
  * the root, reached through a folder on the way swapped for a link.
  */
-export async function removeEmptyFolders({ folders }: Held, realPathOf: RealPathOf): Promise<void> {
-  const deepestFirst = [...folders].sort((a, b) => b.length - a.length);
-  for (const folder of deepestFirst) await removeIfEmpty(folder, realPathOf);
+export async function removeEmptyFolders({ folders }: Held): Promise<void> {
+  const deepestFirst = [...folders].sort((a, b) => b.real.length - a.real.length);
+  for (const folder of deepestFirst) await removeIfEmpty(folder);
 }
 
 /** How many times a store walks and creates its file while folders on the way keep going. */

@@ -34,7 +34,7 @@ const gone = () =>
  * Linux, or /proc cannot be read): the caller acts by path.
  */
 export async function openFolder(
-  path: string,
+  path: string | Buffer,
   flags: number,
   expected: Buffer,
 ): Promise<FileHandle | undefined> {

@@ -32,15 +32,21 @@ export function realPathsUnder(root: string): () => Promise<RealPathOf> {
 }
 
 /**
- * Whether a path under the root still resolves to its real path there,
- * every link followed (`false` once gone). Checked before a removal by name,
- * which a swap after it still redirects: the race the README states.
+ * Whether a real path still resolves to itself, every link followed
+ * (`false` once gone). Checked before a removal by name, which a swap
+ * after it still redirects: the race the README states.
  */
-export const inPlace = (realPathOf: RealPathOf, path: string): Promise<boolean> =>
-  realpath(path, { encoding: 'buffer' }).then(
-    (real) => real.equals(realPathOf(path)),
+export const inPlace = (real: Buffer): Promise<boolean> =>
+  realpath(real, { encoding: 'buffer' }).then(
+    (now) => now.equals(real),
     () => false,
   );
+
+/** The real path of the folder above `real` (`/` above a folder at the top). */
+export function parentOf(real: Buffer): Buffer {
+  const cut = real.lastIndexOf(SLASH);
+  return cut > 0 ? real.subarray(0, cut) : SLASH;
+}
 
 /**
  * Where the file open on `handle` is (/proc/self/fd: every link resolved);

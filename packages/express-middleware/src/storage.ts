@@ -152,7 +152,7 @@ async function store(req: Request, file: File, placement: Placement) {
     });
     return await place(req, file, created, placement);
   } catch (error) {
-    await removeEmptyFolders(held, realPathOf);
+    await removeEmptyFolders(held);
     throw error;
   }
 }
@@ -228,8 +228,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       const held = foldersHeldBy(req);
       void whileHeld(held, () =>
         removeStored(req, path)
-          .then(realPaths)
-          .then((realPathOf) => removeEmptyFolders(held, realPathOf))
+          .then(() => removeEmptyFolders(held))
           .then(() => callback(null), callback),
       );
     },

@@ -45,7 +45,9 @@ export async function ensureParent(
   }
   const below = dirname(target).slice(root.length).split('/').filter(Boolean);
   if (below.length === 0) return;
-  if (!(await throughOpen(root, below, held, realPathOf))) await byPath(root, below, held);
+  if (!(await throughOpen(root, below, held, realPathOf))) {
+    await byPath(root, below, held, realPathOf);
+  }
 }
 
 /** Makes `path` (by its path or through an open folder): whether it made it, not found it there. */
@@ -78,8 +80,9 @@ async function throughOpen(
     for (const name of below) {
       current = `${current}/${name}`;
       const entry = entryIn(folder, name);
-      holdFolder(held, current, await made(entry));
-      const next = await openFolder(entry, BELOW, realPathOf(current));
+      const real = realPathOf(current);
+      holdFolder(held, { path: current, real }, await made(entry));
+      const next = await openFolder(entry, BELOW, real);
       if (next === undefined) throw refuse(NOT_A_DIRECTORY);
       const above = folder;
       folder = next;
@@ -92,11 +95,16 @@ async function throughOpen(
 }
 
 /** The walk where the kernel cannot say where a folder is: each made by path, then checked by lstat. */
-async function byPath(root: string, below: string[], held: Held): Promise<void> {
+async function byPath(
+  root: string,
+  below: string[],
+  held: Held,
+  realPathOf: RealPathOf,
+): Promise<void> {
   let current = root === '/' ? '' : root;
   for (const name of below) {
     current = `${current}/${name}`;
-    holdFolder(held, current, await made(current));
+    holdFolder(held, { path: current, real: realPathOf(current) }, await made(current));
     if (!(await lstat(current)).isDirectory()) {
       throw refuse(NOT_A_DIRECTORY);
     }

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Express, RequestHandler } from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Answer, readAnswer } from '../../../test/answer.js';
 import { eventually } from '../../../test/fault-clients.js';
 import {
   hideProc,
@@ -22,7 +23,17 @@ import {
   swapBeforeRmdir,
 } from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
-import { entriesUnder, filePart, onApp, tempRoot, upload } from './helpers.js';
+import {
+  entriesUnder,
+  filePart,
+  multipart,
+  multipartPost,
+  onApp,
+  sleep,
+  tempRoot,
+  until,
+  upload,
+} from './helpers.js';
 
 // A folder on the way to an upload, swapped for a link to a folder outside
 // the sandbox after the storage's walk checked it and before it opens its
@@ -170,6 +181,50 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     } finally {
       first.remove();
       second.remove();
+      rmSync(via, { recursive: true, force: true });
+    }
+  });
+
+  // A deployment retargets `current -> releases/N` while an upload is under
+  // way: its failure takes back the folder it made in the old release, and
+  // never the folder of the same name the new release has, empty or not.
+  it('a root link retargeted mid-upload: the new release keeps its folder', async () => {
+    const [one, two] = [tempRoot(), tempRoot()];
+    const via = mkdtempSync(join(tmpdir(), 'pathgate-via-'));
+    try {
+      const linked = join(via, 'root');
+      symlinkSync(one.root, linked);
+      mkdirSync(join(one.root, 'uploads'));
+      mkdirSync(join(two.root, 'uploads', 'p'), { recursive: true }); // the new release's own
+      const small = (_root: string, app: Express) => {
+        const gate = pathgate({ root: linked, fs: ['rw:uploads/**'], log: () => {} });
+        const limited = gate.multer({ limits: { fileSize: 4 } });
+        app.post('/small', gate.write({ file: 'doc', under: 'uploads' }), limited.any(), stored);
+      };
+      await onApp(small, async (port) => {
+        const second = filePart('doc', 'p/b.txt', 'too large');
+        const body = multipart([filePart('doc', 'p/a.txt', 'ok'), second]);
+        // The first part whole, stored in the old release; the second's headers not yet sent.
+        const cut = body.indexOf(Buffer.from(second.headers));
+        const req = multipartPost(port, '/small', body.length);
+        const answer = new Promise<Answer>((resolve) => {
+          req.on('response', (res) => readAnswer(res).then(resolve));
+        });
+        req.write(body.subarray(0, cut));
+        const storedOld = () =>
+          entriesUnder(one.root).join() === ['uploads/', 'uploads/p/', 'uploads/p/a.txt'].join();
+        expect(await until(storedOld)).toBe(true);
+        rmSync(linked);
+        symlinkSync(two.root, linked);
+        req.end(body.subarray(cut));
+        expect((await answer).status).toBe(413);
+        // Its removals run after the answer: wait for them, then look.
+        await sleep(200);
+        expect(entriesUnder(two.root)).toEqual(['uploads/', 'uploads/p/']);
+      });
+    } finally {
+      one.remove();
+      two.remove();
       rmSync(via, { recursive: true, force: true });
     }
   });
