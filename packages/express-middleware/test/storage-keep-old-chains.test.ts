@@ -20,6 +20,8 @@ const handOver = vi.hoisted(() => {
   return {
     state,
     hold() {
+      // Earlier tests' hand-overs set it: only one after this hold counts.
+      state.waiting = false;
       state.gate = new Promise((resolve) => {
         state.go = resolve;
       });
