@@ -50,13 +50,8 @@ async function giveName(path: string, target: string, overwrite: boolean): Promi
  * back over this one, or unlink it, after this request's 201; nor while
  * another store keeps the old file there, a second link for a moment.
  */
-function nameInTurn(
-  req: Request,
-  path: string,
-  identity: string | undefined,
-  placement: Placement,
-) {
-  const { target, overwrite, held } = placement;
+function nameInTurn(req: Request, path: string, identity: string | undefined, placed: Placed) {
+  const { target, overwrite, held, realPathOf } = placed;
   return inNameTurn(target, async () => {
     // Checked again, in the turn: a symlink, FIFO or hard link made there
     // while the body arrived stays too; another store's old file, linked to
@@ -66,9 +61,9 @@ function nameInTurn(
     // between the two; with it, a failure while the old file is kept is
     // caught (`place`), as one during the rename, and the old file put back.
     if (failed(req)) throw new Error('pathgate: the request failed before the file was stored');
-    const kept = overwrite ? await keepOld(req, target, held) : undefined;
+    const kept = overwrite ? await keepOld(req, target, realPathOf, held) : undefined;
     await giveName(path, target, overwrite);
-    remember(req, target, { identity, kept });
+    remember(req, target, { identity, real: realPathOf(target), kept });
   });
 }
 
@@ -79,14 +74,14 @@ function nameInTurn(
  * as it was (and no reader sees a half-written file). A file it replaced
  * comes back if the request fails later (`keepOld`, `removeStored`).
  */
-async function place(req: Request, file: File, temp: Created, placement: Placement) {
-  const { target, overwrite } = placement;
+async function place(req: Request, file: File, temp: Created, placed: Placed) {
+  const { target, overwrite } = placed;
   const size = await writeNew(file, temp);
   try {
     // Cut short by multer's fileSize limit: the request fails, and the target stays as it was.
     if ((file.stream as { truncated?: boolean }).truncated) throw refuse(FILE_TOO_LARGE);
-    const identity = await identityAt(temp.path);
-    await nameInTurn(req, temp.path, identity, placement);
+    const identity = await identityAt(temp.real);
+    await nameInTurn(req, temp.path, identity, placed);
     // Failed while the name was given: multer's abort cleanup ran with the
     // temporary name, and will not run for this file again.
     if (failed(req)) {
@@ -96,11 +91,11 @@ async function place(req: Request, file: File, temp: Created, placement: Placeme
     // At once, before the next await: an abort from here on removes the file by this name.
     file.path = target;
   } catch (error) {
-    await unlink(temp.path).catch(() => {});
+    await unlink(temp.real).catch(() => {});
     throw error;
   }
   // Linked, the file has its target's name too: the temporary one goes.
-  if (!overwrite) await unlink(temp.path).catch(() => {});
+  if (!overwrite) await unlink(temp.real).catch(() => {});
   return size;
 }
 
@@ -137,6 +132,11 @@ interface Placement {
   readonly held: Held;
 }
 
+/** A store's placement, the root's real path resolved for it: where its files are removed from. */
+interface Placed extends Placement {
+  readonly realPathOf: RealPathOf;
+}
+
 /**
  * Stores one part at its target, making the folders on the way (the
  * request's: `held`). A failure removes those it left empty.
@@ -150,7 +150,7 @@ async function store(req: Request, file: File, placement: Placement) {
       await ensureParent(root, target, held, realPathOf);
       return createFor(target, overwrite, realPathOf);
     });
-    return await place(req, file, created, placement);
+    return await place(req, file, created, { ...placement, realPathOf });
   } catch (error) {
     await removeEmptyFolders(held);
     throw error;

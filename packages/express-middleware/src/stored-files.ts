@@ -5,11 +5,14 @@ import type { Request } from 'express';
 import { identityAt, ifMissing } from './file-identity.js';
 import type { Held } from './folders.js';
 import { inNameTurn } from './name-turns.js';
+import type { RealPathOf } from './real-path.js';
 import { NOT_A_FILE, refuse } from './storage-refusals.js';
 
 // What each request stored, and with `overwrite` what it replaced (kept
 // under a hidden name): a request that fails later removes its files by
-// identity and puts the replaced ones back.
+// identity and puts the replaced ones back, by the real paths they had when
+// stored: a link on the way to the root retargeted meanwhile (`current ->
+// releases/N`) makes the same path name another release's file.
 
 /**
  * What a request stored at a target: its file (`identityAt`), and with
@@ -17,13 +20,15 @@ import { NOT_A_FILE, refuse } from './storage-refusals.js';
  */
 interface Stored {
   readonly identity: string | undefined;
+  /** The target's real path when stored. */
+  readonly real: Buffer;
   readonly kept: Kept | undefined;
 }
 
-/** A file an overwrite replaced at `target`, at its hidden name; `identity` (`identityAt`) says which file it is. */
+/** A file an overwrite replaced at `target`, at its hidden name's real path; `identity` (`identityAt`) says which file it is. */
 interface Kept {
   readonly target: string;
-  readonly path: string;
+  readonly path: Buffer;
   identity: string;
 }
 
@@ -48,26 +53,32 @@ export function remember(req: Request, target: string, stored: Stored): void {
 }
 
 /**
- * Overwrite, right before the rename: links the file at `target` to a
- * hidden name beside it, so that removing the request's file (it failed
+ * Overwrite, right before the rename: links the file at `target` (its
+ * real path, the temporary file's folder) to a hidden name beside it, so that removing the request's file (it failed
  * later) puts the old one back. The request's own file stored there
  * earlier (one name twice) is not kept: the file it replaced is, already.
  * Every hidden name goes once nothing of the request removes its files
  * (`Held.onRelease`). Returns it; `undefined` when no file is there. A
  * file that cannot be linked is not replaced (`NOT_A_FILE`).
  */
-export async function keepOld(req: Request, target: string, held: Held): Promise<Kept | undefined> {
+export async function keepOld(
+  req: Request,
+  target: string,
+  realPathOf: RealPathOf,
+  held: Held,
+): Promise<Kept | undefined> {
   const earlier = storedBy.get(req)?.get(target)?.at(-1);
-  const current = await identityAt(target);
+  const real = realPathOf(target);
+  const current = await identityAt(real);
   if (current === undefined) return undefined;
   if (earlier !== undefined && current === earlier.identity) return earlier.kept;
   const kept: Kept = {
     target,
-    path: join(dirname(target), `.pathgate-${randomUUID()}.old`),
+    path: realPathOf(join(dirname(target), `.pathgate-${randomUUID()}.old`)),
     identity: current,
   };
   try {
-    await link(target, kept.path);
+    await link(real, kept.path);
   } catch (error) {
     // Linux's protected_hardlinks: another user's file this process may not
     // write. The rename would replace it, with no way to bring it back.
@@ -116,11 +127,11 @@ async function undoStores(req: Request, path: string): Promise<void> {
  * gone), the request's file is unlinked all the same. A file of its
  * replaced since is no longer its to remove, only to hand over (`handOver`).
  */
-async function removeOne(path: string, { identity, kept }: Stored): Promise<void> {
-  if (identity !== undefined && (await identityAt(path)) !== identity)
+async function removeOne(path: string, { identity, real, kept }: Stored): Promise<void> {
+  if (identity !== undefined && (await identityAt(real)) !== identity)
     return handOver(path, identity, kept);
-  if (kept !== undefined && (await putBack(kept.path, path))) return;
-  await unlink(path).catch(ifMissing);
+  if (kept !== undefined && (await putBack(kept.path, real))) return;
+  await unlink(real).catch(ifMissing);
 }
 
 /**
@@ -146,7 +157,7 @@ async function handOver(path: string, identity: string, kept: Kept | undefined):
 }
 
 /** Renames the kept file to `path`; `false` when that fails. */
-const putBack = (kept: string, path: string) =>
+const putBack = (kept: Buffer, path: Buffer) =>
   rename(kept, path).then(
     () => true,
     () => false,

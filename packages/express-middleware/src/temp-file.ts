@@ -21,9 +21,14 @@ function createFile(path: string): Promise<FileHandle> {
   return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666);
 }
 
-/** The temporary file a part is written to, beside its target, created (see `createFile`). */
+/**
+ * The temporary file a part is written to, beside its target, created (see
+ * `createFile`); removed by the real path it was confirmed at, never by its
+ * path again: a link on the way to the root may be retargeted meanwhile.
+ */
 export interface Created {
   readonly path: string;
+  readonly real: Buffer;
   readonly handle: FileHandle;
 }
 
@@ -32,7 +37,7 @@ export interface Created {
  * write error must not destroy the part's stream, or multer would abort
  * with that raw error (a 500) before the storage's refusal reached it.
  */
-export async function writeNew(file: File, { path, handle }: Created): Promise<number> {
+export async function writeNew(file: File, { path, real, handle }: Created): Promise<number> {
   // Set before the first byte: multer's abort removes a half-written file by its path.
   file.path = path;
   const out = handle.createWriteStream();
@@ -46,7 +51,7 @@ export async function writeNew(file: File, { path, handle }: Created): Promise<n
   try {
     await written;
   } catch (error) {
-    await unlink(path).catch(() => {});
+    await unlink(real).catch(() => {});
     throw error;
   }
   return out.bytesWritten;
@@ -86,8 +91,8 @@ async function checkAbsent(target: string): Promise<void> {
 export async function createFor(target: string, overwrite: boolean, realPathOf: RealPathOf) {
   await (overwrite ? inNameTurn(target, () => checkReplaceable(target)) : checkAbsent(target));
   const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
-  const created: Created = { path, handle: await createFile(path) };
-  await confirmCreated(created, realPathOf(path));
+  const created: Created = { path, real: realPathOf(path), handle: await createFile(path) };
+  await confirmCreated(created);
   return created;
 }
 
@@ -97,7 +102,7 @@ export async function createFor(target: string, overwrite: boolean, realPathOf: 
  * refuses a link it meets). Where /proc cannot be read, the walk's check
  * stands alone.
  */
-async function confirmCreated({ path, handle }: Created, expected: Buffer): Promise<void> {
+async function confirmCreated({ path, real: expected, handle }: Created): Promise<void> {
   const opened = await openedAt(handle).catch(async (error: unknown) => {
     await abandon(handle, path);
     throw error;

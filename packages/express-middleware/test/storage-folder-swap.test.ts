@@ -5,7 +5,9 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +78,74 @@ afterEach(() => {
   for (const name of readdirSync(outside)) rmSync(join(outside, name), { recursive: true });
 });
 afterAll(() => rmSync(outside, { recursive: true, force: true }));
+
+/** Two releases, and a link to the first, as a deployment's `current -> releases/N`; all removed after. */
+async function withReleases(run: (one: string, two: string, linked: string) => Promise<void>) {
+  const [one, two] = [tempRoot(), tempRoot()];
+  const via = mkdtempSync(join(tmpdir(), 'pathgate-via-'));
+  try {
+    const linked = join(via, 'root');
+    symlinkSync(one.root, linked);
+    await run(one.root, two.root, linked);
+  } finally {
+    one.remove();
+    two.remove();
+    rmSync(via, { recursive: true, force: true });
+  }
+}
+
+interface Retarget {
+  readonly linked: string;
+  readonly two: string;
+  readonly overwrite: boolean;
+}
+
+/**
+ * POSTs `body` to the safe disk storage at `linked` (below uploads/, files
+ * up to 4 bytes) up to `cut`; once `reached` holds, the link moves to `two`,
+ * and the rest is sent. Resolves to the answer's status.
+ */
+async function retargetMidUpload(
+  { linked, two, overwrite }: Retarget,
+  body: Buffer,
+  cut: number,
+  reached: () => boolean,
+): Promise<number> {
+  const small = (_root: string, app: Express) => {
+    const gate = pathgate({ root: linked, fs: ['rw:uploads/**'], log: () => {} });
+    const storage = gate.diskStorage({ overwrite });
+    const limited = gate.multer({ storage, limits: { fileSize: 4 } });
+    app.post('/small', gate.write({ file: 'doc', under: 'uploads' }), limited.any(), stored);
+  };
+  return onApp(small, async (port) => {
+    const req = multipartPost(port, '/small', body.length);
+    const answer = new Promise<Answer>((resolve) => {
+      req.on('response', (res) => readAnswer(res).then(resolve));
+    });
+    req.write(body.subarray(0, cut));
+    expect(await until(reached)).toBe(true);
+    rmSync(linked);
+    symlinkSync(two, linked);
+    req.end(body.subarray(cut));
+    return (await answer).status;
+  });
+}
+
+/**
+ * Whether `folder` holds the first part's `a.txt`, stored whole, and beside
+ * it a temporary file of another (the second part's, open).
+ */
+function secondTempBeside(folder: string): boolean {
+  try {
+    const first = statSync(join(folder, 'a.txt'));
+    if (readFileSync(join(folder, 'a.txt'), 'utf8') !== 'ok') return false;
+    return readdirSync(folder).some(
+      (name) => name.endsWith('.part') && statSync(join(folder, name)).ino !== first.ino,
+    );
+  } catch {
+    return false; // a file gone between two looks: not yet
+  }
+}
 
 describe('the safe disk storage, a folder swapped for a link after the walk', () => {
   it.skipIf(!linux).each(['/up', '/replace'])(
@@ -189,45 +259,60 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
   // way: its failure takes back the folder it made in the old release, and
   // never the folder of the same name the new release has, empty or not.
   it('a root link retargeted mid-upload: the new release keeps its folder', async () => {
-    const [one, two] = [tempRoot(), tempRoot()];
-    const via = mkdtempSync(join(tmpdir(), 'pathgate-via-'));
-    try {
-      const linked = join(via, 'root');
-      symlinkSync(one.root, linked);
-      mkdirSync(join(one.root, 'uploads'));
-      mkdirSync(join(two.root, 'uploads', 'p'), { recursive: true }); // the new release's own
-      const small = (_root: string, app: Express) => {
-        const gate = pathgate({ root: linked, fs: ['rw:uploads/**'], log: () => {} });
-        const limited = gate.multer({ limits: { fileSize: 4 } });
-        app.post('/small', gate.write({ file: 'doc', under: 'uploads' }), limited.any(), stored);
-      };
-      await onApp(small, async (port) => {
+    await withReleases(async (one, two, linked) => {
+      mkdirSync(join(one, 'uploads'));
+      mkdirSync(join(two, 'uploads', 'p'), { recursive: true }); // the new release's own
+      const second = filePart('doc', 'p/b.txt', 'too large');
+      const body = multipart([filePart('doc', 'p/a.txt', 'ok'), second]);
+      // The first part whole, stored in the old release; the second's headers not yet sent.
+      const cut = body.indexOf(Buffer.from(second.headers));
+      const storedOld = () =>
+        entriesUnder(one).join() === ['uploads/', 'uploads/p/', 'uploads/p/a.txt'].join();
+      const status = await retargetMidUpload(
+        { linked, two, overwrite: false },
+        body,
+        cut,
+        storedOld,
+      );
+      expect(status).toBe(413);
+      // Its removals run after the answer: wait for them, then look.
+      await sleep(200);
+      expect(entriesUnder(two)).toEqual(['uploads/', 'uploads/p/']);
+    });
+  });
+
+  // The same, the link retargeted once the failing part's temporary file is
+  // open in the old release: the failure takes back what it stored there (with
+  // `overwrite`, the file it replaced is back), and never touches the file of
+  // the same name the new release has.
+  it.each([
+    { overwrite: false, left: ['uploads/'] },
+    { overwrite: true, left: ['uploads/', 'uploads/p/', 'uploads/p/a.txt'] },
+  ])(
+    'a root link retargeted mid-upload, overwrite $overwrite: the old release as before, the new one untouched',
+    async ({ overwrite, left }) => {
+      await withReleases(async (one, two, linked) => {
+        mkdirSync(join(one, 'uploads'));
+        if (overwrite) mkdirSync(join(one, 'uploads', 'p'));
+        if (overwrite) writeFileSync(join(one, 'uploads', 'p', 'a.txt'), 'old one');
+        mkdirSync(join(two, 'uploads', 'p'), { recursive: true });
+        writeFileSync(join(two, 'uploads', 'p', 'a.txt'), 'release two');
         const second = filePart('doc', 'p/b.txt', 'too large');
         const body = multipart([filePart('doc', 'p/a.txt', 'ok'), second]);
-        // The first part whole, stored in the old release; the second's headers not yet sent.
-        const cut = body.indexOf(Buffer.from(second.headers));
-        const req = multipartPost(port, '/small', body.length);
-        const answer = new Promise<Answer>((resolve) => {
-          req.on('response', (res) => readAnswer(res).then(resolve));
-        });
-        req.write(body.subarray(0, cut));
-        const storedOld = () =>
-          entriesUnder(one.root).join() === ['uploads/', 'uploads/p/', 'uploads/p/a.txt'].join();
-        expect(await until(storedOld)).toBe(true);
-        rmSync(linked);
-        symlinkSync(two.root, linked);
-        req.end(body.subarray(cut));
-        expect((await answer).status).toBe(413);
-        // Its removals run after the answer: wait for them, then look.
-        await sleep(200);
-        expect(entriesUnder(two.root)).toEqual(['uploads/', 'uploads/p/']);
+        // The first part whole; of the second, its headers and two bytes.
+        const cut = body.indexOf(Buffer.from(second.headers)) + second.headers.length + 6;
+        const opened = () => secondTempBeside(join(one, 'uploads', 'p'));
+        const status = await retargetMidUpload({ linked, two, overwrite }, body, cut, opened);
+        expect(status).toBe(413);
+        // Its removals run after the answer.
+        await until(() => entriesUnder(one).join() === left.join());
+        expect(entriesUnder(one)).toEqual(left);
+        if (overwrite) expect(readFileSync(join(one, 'uploads/p/a.txt'), 'utf8')).toBe('old one');
+        expect(entriesUnder(two)).toEqual(['uploads/', 'uploads/p/', 'uploads/p/a.txt']);
+        expect(readFileSync(join(two, 'uploads/p/a.txt'), 'utf8')).toBe('release two');
       });
-    } finally {
-      one.remove();
-      two.remove();
-      rmSync(via, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it('a root made after the gate: a 500 before (nothing stored), stored once it exists', async () => {
     const parent = tempRoot();
