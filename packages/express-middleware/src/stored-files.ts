@@ -53,13 +53,13 @@ export function remember(req: Request, target: string, stored: Stored): void {
 }
 
 /**
- * Overwrite, right before the rename: links the file at `target` (its
- * real path, the temporary file's folder) to a hidden name beside it, so that removing the request's file (it failed
- * later) puts the old one back. The request's own file stored there
- * earlier (one name twice) is not kept: the file it replaced is, already.
- * Every hidden name goes once nothing of the request removes its files
- * (`Held.onRelease`). Returns it; `undefined` when no file is there. A
- * file that cannot be linked is not replaced (`NOT_A_FILE`).
+ * Overwrite, right before the rename: links the file at `target` (by its
+ * real path) to a hidden name beside it, so that removing the request's
+ * file (it failed later) puts the old one back. The request's own file
+ * stored there earlier (one name twice) is not kept: the file it replaced
+ * is, already. Every hidden name goes once nothing of the request removes
+ * its files (`Held.onRelease`). Returns it; `undefined` when no file is
+ * there. A file that cannot be linked is not replaced (`NOT_A_FILE`).
  */
 export async function keepOld(
   req: Request,
