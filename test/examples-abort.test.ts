@@ -1,14 +1,27 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EXAMPLES, postFiles, type Running, send, start } from './examples.js';
+import { eventually } from './fault-clients.js';
 
 // A client that hangs up in the middle of an upload: the examples keep
 // nothing of it, log nothing (an abort is no server error), and go on serving.
 
 const BOUNDARY = 'pathgate-abort';
+
+/** The servers run in this process: their open files are among its descriptors. */
+const descriptors = () => readdirSync('/proc/self/fd').length;
+
+/** Asks for a download and resets the connection `afterMs` later: before, while or after the file is opened. */
+async function abandonDownload(port: number, path: string, afterMs: number): Promise<void> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  await sleep(afterMs);
+  socket.resetAndDestroy();
+}
 
 /** Sends a multipart head and part of a file, waits, then destroys the connection. */
 function abandonUpload(port: number, filename: string): Promise<void> {
@@ -44,5 +57,18 @@ describe.each(EXAMPLES)('the $name example, when a client abandons an upload', (
     expect(readdirSync(join(app.root, 'uploads')).sort()).toEqual(before);
     const again = await send(app.port, postFiles('/api/upload', ['file', 'abandoned.txt', 'kept']));
     expect(again.status).toBe(201);
+  });
+});
+
+describe.each(EXAMPLES)('the $name example, when clients abandon downloads', (example) => {
+  let app: Running | undefined;
+  afterEach(() => app?.stop());
+
+  it('closes every file they opened, whenever they hang up', async () => {
+    app = await start(example);
+    writeFileSync(join(app.root, 'uploads', 'big.bin'), Buffer.alloc(4 << 20));
+    const before = descriptors();
+    for (let i = 0; i < 200; i++) await abandonDownload(app.port, '/files/uploads/big.bin', i % 4);
+    expect(await eventually(() => descriptors() <= before)).toBe(true);
   });
 });

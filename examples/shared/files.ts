@@ -1,7 +1,7 @@
 // The file operations both example servers share. Every path they get was
 // canonicalized and checked by pathgate already: they use it as given.
 import { randomUUID } from 'node:crypto';
-import { constants, type ReadStream } from 'node:fs';
+import { constants } from 'node:fs';
 import {
   type FileHandle,
   link,
@@ -14,7 +14,7 @@ import {
   unlink,
 } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RealRoot } from './real-root.js';
 
@@ -251,7 +251,7 @@ export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
 const TEXT = new Set(['.txt', '.md', '.csv', '.json', '.log']);
 
 export interface Download {
-  stream: ReadStream;
+  stream: Readable;
   size: number;
   /** text/plain for a few text extensions, else application/octet-stream: never HTML. */
   type: string;
@@ -276,7 +276,29 @@ export async function openFile(path: string, root: RealRoot): Promise<Download> 
   const type = TEXT.has(extname(path).toLowerCase())
     ? 'text/plain; charset=utf-8'
     : 'application/octet-stream';
-  return { stream: handle.createReadStream(), size: info.size, type };
+  const file = handle.createReadStream();
+  const stream = Readable.from(firstBytes(file, info.size), { objectMode: false });
+  // Whatever ends the answer closes the file, also before a byte of it was read.
+  stream.once('close', () => file.destroy());
+  return { stream, size: info.size, type };
+}
+
+/**
+ * The first `size` bytes of `file`, as the Content-Length sent before them
+ * promised: bytes appended since are left out (on a kept-alive connection the
+ * client would read them as its next answer), and a file cut shorter since
+ * fails the stream: the answer is cut off and its connection closed, never
+ * left waiting for bytes that will not come.
+ */
+async function* firstBytes(file: Readable, size: number): AsyncGenerator<Buffer> {
+  let left = size;
+  for await (const chunk of file) {
+    if (left === 0) return;
+    const bytes = (chunk as Buffer).subarray(0, left);
+    left -= bytes.length;
+    yield bytes;
+  }
+  if (left > 0) throw new FileApiError(409, 'file changed while sent');
 }
 
 /**
