@@ -1,5 +1,6 @@
 // The file operations both example servers share. Every path they get was
 // canonicalized and checked by pathgate already: they use it as given.
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import {
@@ -227,14 +228,19 @@ async function requireFile(entry: string): Promise<void> {
   if (!(await lstat(entry)).isFile()) throw new FileApiError(400, 'not a file');
 }
 
-/** A folder's entries, sorted by name. Links are listed, never followed. */
+/**
+ * A folder's entries, sorted by name. Links are listed, never followed. A
+ * name that is not UTF-8 is left out: no request can name it, and its text
+ * (with U+FFFD) could be another file's name.
+ */
 export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
   if (!info.isDirectory()) throw new FileApiError(400, 'not a folder');
   const entries = await inFolder(path, root, async (entry) => {
-    const names = await readdir(entry(''));
+    const names = await readdir(entry(''), { encoding: 'buffer' });
     return Promise.all(
-      names.map(async (name): Promise<Entry | undefined> => {
+      names.filter(isUtf8).map(async (bytes): Promise<Entry | undefined> => {
+        const name = bytes.toString();
         // A file removed since readdir is simply not listed.
         const info = await lstat(entry(name)).catch(() => undefined);
         if (info === undefined) return undefined;

@@ -1,0 +1,27 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXAMPLES, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
+
+// Names a listing cannot show as they are: a name that is not UTF-8 has no
+// text a request could name it by, so it is left out, never shown as the
+// text it decodes to (U+FFFD), which may be another file's name.
+
+/** `name` in `dir`, as bytes: Node would write a string name as UTF-8. */
+const named = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);
+
+describe.each(EXAMPLES)('the $name example, listing names that are not UTF-8', (example) => {
+  const app = startedForSuite(example);
+
+  it('leaves them out, and lists the file their decoded text names once, as it is', async () => {
+    const dir = join(app.root, 'uploads', 'bytes');
+    mkdirSync(dir);
+    writeFileSync(named(dir, Buffer.from([0xff, 0x61])), 'not UTF-8');
+    writeFileSync(named(dir, Buffer.from([0x61, 0xc3])), 'cut UTF-8');
+    writeFileSync(join(dir, '\ufffda'), 'U+FFFD');
+    const got = await send(app.port, { path: '/api/list?dir=uploads/bytes' });
+    expect(got.status).toBe(200);
+    expect(JSON.parse(got.text)).toEqual({ entries: [{ name: '\ufffda', type: 'file', size: 6 }] });
+  });
+});
