@@ -1,9 +1,10 @@
 import { appendFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
+import type * as fsPromises from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
-import { EXAMPLES } from './examples.js';
+import { describe, expect, it, vi } from 'vitest';
+import { EXAMPLES, send } from './examples.js';
 import { eventually } from './fault-clients.js';
 import { startedForSuite } from './fixture.js';
 
@@ -12,6 +13,27 @@ import { startedForSuite } from './fixture.js';
 // must not follow it (on a kept-alive connection the client would read them
 // as its next answer), and a file cut shorter must not leave the client
 // waiting for bytes that never come.
+
+/** A file of this name is emptied once the server has taken its size, before it reads a byte. */
+const EMPTIED = 'emptied-after-stat.bin';
+
+// Deterministic, where a truncating loop only sometimes wins: the real file
+// is truncated right after the server's stat of it.
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const fs = await importOriginal<typeof fsPromises>();
+  const open: typeof fs.open = async (path, ...rest) => {
+    const handle = await fs.open(path, ...rest);
+    if (!String(path).endsWith(EMPTIED)) return handle;
+    const stat = handle.stat.bind(handle);
+    handle.stat = (async () => {
+      const info = await stat();
+      truncateSync(path, 0);
+      return info;
+    }) as typeof handle.stat;
+    return handle;
+  };
+  return { ...fs, open };
+});
 
 /** Bigger than the socket buffers take at once: the server is still reading when the file changes. */
 const SIZE = 16 << 20;
@@ -92,5 +114,21 @@ describe.each(EXAMPLES)('the $name example, a file changed while downloaded', (e
     expect(got.body.length).toBeLessThan(SIZE);
     expect(got.closed).toBe(true);
     expect(await eventually(() => descriptors() <= before)).toBe(true);
+  });
+});
+
+describe.each(EXAMPLES)('the $name example, a file emptied before a byte was sent', (example) => {
+  const app = startedForSuite(example);
+
+  it('is a 409 in JSON, as any other failure', async () => {
+    writeFileSync(join(app.root, 'uploads', EMPTIED), 'gone before it was read');
+    const got = await send(app.port, { path: `/files/uploads/${EMPTIED}` });
+    expect(got.status).toBe(409);
+    expect(got.type).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(got.text)).toEqual({
+      statusCode: 409,
+      error: 'Conflict',
+      message: 'file changed while sent',
+    });
   });
 });

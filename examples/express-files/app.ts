@@ -3,7 +3,7 @@
 // a 403 and the handler never runs, and the handlers use only the canonical
 // paths the gate checked (req.pathgate, file.pathgatePath).
 import { createServer } from 'node:http';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream';
 import { resolveSymlinks } from '@pathgate/core';
 import { pathgate } from '@pathgate/express';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
@@ -77,14 +77,15 @@ export function buildApp(root: string): Express {
     res.json({ entries: await listDir(checkedPath(req.pathgate, 'query', 'dir'), realRoot) });
   });
 
-  app.get(FILES, gate.read({ params: '*' }), async (req, res) => {
+  app.get(FILES, gate.read({ params: '*' }), async (req, res, next) => {
     const download = await openFile(checkedPath(req.pathgate, 'params', '*'), realRoot);
     res.set(downloadHeaders(download));
-    await pipeline(download.stream, res).catch((error: unknown) => {
-      // Once the bytes flow, a failure (the client went away) can only cut the answer short.
-      if (!res.headersSent) throw error;
-      res.destroy();
-    });
+    // The file closes with the answer, however it ends (the client may be gone already).
+    finished(res, () => download.stream.destroy());
+    // pipe, not pipeline: a file failing before its first byte is the error
+    // handler's to answer; once the bytes flow, it can only cut them short.
+    download.stream.once('error', (error) => (res.headersSent ? res.destroy() : next(error)));
+    download.stream.pipe(res);
   });
 
   app.delete(FILES, gate.write({ params: '*' }), async (req, res) => {
@@ -123,7 +124,8 @@ export function buildApp(root: string): Express {
     const body = errorBody(error);
     // A client that hung up mid-request (multer's "Request aborted") is no fault of the server's.
     if (body.statusCode === 500 && !req.destroyed) console.error(error);
-    res.status(body.statusCode).json(body);
+    // JSON, also where a download set its own type before its file failed.
+    res.status(body.statusCode).type('json').json(body);
   };
   app.use(onError);
 

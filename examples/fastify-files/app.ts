@@ -104,7 +104,8 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     const body = errorBody(error);
     // A client that hung up mid-request is no fault of the server's: nothing to log.
     if (body.statusCode === 500 && !request.raw.destroyed) console.error(error);
-    return reply.code(body.statusCode).send(body);
+    // JSON, also where a download set its own type before its file failed.
+    return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
   });
 
   return app;
