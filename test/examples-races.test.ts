@@ -140,3 +140,33 @@ describe.each(EXAMPLES)(
     });
   },
 );
+
+describe.each(EXAMPLES)(
+  'the $name example, a move into a new folder a failing upload shares',
+  (example) => {
+    const app = startedForSuite(example);
+
+    it('the move is stored, though the upload takes the folder back while it walks in', async () => {
+      const uploads = join(app.root, 'uploads');
+      for (let i = 0; i < 150; i++) {
+        writeFileSync(join(uploads, `moved-${i}`), 'kept');
+        // A second file part: the upload fails and removes shared-<i>/ again, empty.
+        const failing = postFiles(
+          '/api/upload',
+          ['file', `shared-${i}/first.bin`, 'x'.repeat(64 << 10)],
+          ['file', `shared-${i}/second.bin`, 'y'],
+        );
+        const move = postJson(
+          '/api/move',
+          JSON.stringify({ from: `uploads/moved-${i}`, to: `uploads/shared-${i}/moved` }),
+        );
+        const [upload, moved] = await Promise.all([
+          send(app.port, failing),
+          sleep(i % 5).then(() => send(app.port, move)),
+        ]);
+        expect([upload.status, moved.status]).toEqual([413, 200]);
+        expect(readFileSync(join(uploads, `shared-${i}`, 'moved'), 'utf8')).toBe('kept');
+      }
+    });
+  },
+);

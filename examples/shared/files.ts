@@ -310,22 +310,39 @@ async function* firstBytes(file: Readable, size: number): AsyncGenerator<Buffer>
 /**
  * Moves a file, creating the target's folders. The link-then-unlink never
  * replaces an existing target (rename would, silently). Both run in the
- * folders checked (`inFolder`); the target's is made first (`makeParents`),
- * and taken back should the move fail (`removeEmpty`), as an upload's.
+ * folders checked (`inFolder`). The target's folder gone before the link
+ * (ENOENT: a failed request beside this one took back a new folder they
+ * share) is walked to again, as an upload's, up to `CREATE_ATTEMPTS` times.
  */
 export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
     await requireFile(source);
-    const made: string[] = [];
-    try {
-      await makeParents(to, root, made).catch(parentError);
-      await inFolder(dirname(to), root, (toEntry) => linkAway(source, toEntry(basename(to))));
-    } catch (error) {
-      await removeEmpty(made, root);
-      throw error;
+    for (let tries = 1; ; tries++) {
+      try {
+        return await moveTo(source, to, root);
+      } catch (error) {
+        const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
+        if (!gone || tries === CREATE_ATTEMPTS) throw error;
+      }
     }
   });
+}
+
+/**
+ * Links `source` to `to` (`linkAway`) in its folder, made first
+ * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
+ * an upload's. Errors of the link as the file system gives them.
+ */
+async function moveTo(source: string, to: string, root: RealRoot): Promise<void> {
+  const made: string[] = [];
+  try {
+    await makeParents(to, root, made).catch(parentError);
+    await inOpenedFolder(dirname(to), root, (toEntry) => linkAway(source, toEntry(basename(to))));
+  } catch (error) {
+    await removeEmpty(made, root);
+    throw error;
+  }
 }
 
 /** Links `source` to `target`, then unlinks `source`: a move that never replaces a file. */
