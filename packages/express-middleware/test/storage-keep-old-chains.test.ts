@@ -15,19 +15,7 @@ import { NAME, replacingRoute, Sender } from './overwrite-senders.js';
  * that replaced its own (a rename from one hidden name to another): a test
  * may hold that rename (`hold`) and let it go (`go`).
  */
-const handOver = vi.hoisted(() => {
-  const state = { waiting: false, gate: Promise.resolve(), go: () => {} };
-  return {
-    state,
-    hold() {
-      // Earlier tests' hand-overs set it: only one after this hold counts.
-      state.waiting = false;
-      state.gate = new Promise((resolve) => {
-        state.go = resolve;
-      });
-    },
-  };
-});
+const handOver = await vi.hoisted(async () => (await import('./held-step.js')).heldStep());
 vi.mock('node:fs/promises', async (importOriginal) => {
   const fs = await importOriginal<typeof fsPromises>();
   const rename: typeof fs.rename = async (from, to) => {

@@ -13,18 +13,7 @@ import { NAME, replacingRoute } from './overwrite-senders.js';
 // checking the name then (before its body, or once it arrived) was refused
 // a 403 for a file that is only ever the first request's own keeping.
 
-const naming = vi.hoisted(() => {
-  const state = { waiting: false, gate: Promise.resolve(), go: () => {} };
-  return {
-    state,
-    hold() {
-      state.waiting = false;
-      state.gate = new Promise((resolve) => {
-        state.go = resolve;
-      });
-    },
-  };
-});
+const naming = await vi.hoisted(async () => (await import('./held-step.js')).heldStep());
 vi.mock('node:fs/promises', async (importOriginal) => {
   const fs = await importOriginal<typeof fsPromises>();
   /** The first store's rename onto the name, once armed: held until `go`, its old file kept. */
