@@ -5,11 +5,11 @@ import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import { identityAt } from './file-identity.js';
 import { againIfGone, foldersHeldBy, type Held, removeEmptyFolders, whileHeld } from './folders.js';
-import { inNameTurn } from './name-turns.js';
 import { type RealPathOf, realPathsUnder } from './real-path.js';
 import { FILE_TOO_LARGE, NOT_A_DIRECTORY, refuse, storageError } from './storage-refusals.js';
 import { keepOld, remember, removeStored } from './stored-files.js';
 import { type Created, checkReplaceable, createFor, writeNew } from './temp-file.js';
+import { nameTurns, Turns } from './turns.js';
 import { uploadOf } from './upload.js';
 import { ensureParent } from './walk.js';
 
@@ -52,7 +52,7 @@ async function giveName(path: string, target: string, overwrite: boolean): Promi
  */
 function nameInTurn(req: Request, path: string, identity: string | undefined, placed: Placed) {
   const { target, overwrite, held, realPathOf } = placed;
-  return inNameTurn(target, async () => {
+  return nameTurns.run(target, async () => {
     // Checked again, in the turn: a symlink, FIFO or hard link made there
     // while the body arrived stays too; another store's old file, linked to
     // be kept while it renames, is never seen as a second link.
@@ -157,33 +157,21 @@ async function store(req: Request, file: File, placement: Placement) {
   }
 }
 
-/** Each request's last store: the next one of that request starts after it. */
-const lastStore = new WeakMap<Request, Promise<unknown>>();
-
 /**
- * Runs a request's stores one after another, as the parts arrive, so a
+ * Each request's stores, one after another as the parts arrive, so a
  * request holds at most one open file here: busboy hands on many tiny parts
  * at once, and one request of thousands of files would otherwise take all
  * of the process's descriptors (EMFILE, for every request). A waiting part
  * is not read meanwhile, which holds busboy back.
  */
-function inTurn<T>(req: Request, store: () => Promise<T>): Promise<T> {
-  const turn = (lastStore.get(req) ?? Promise.resolve()).then(store);
-  lastStore.set(
-    req,
-    turn.catch(() => {}),
-  );
-  return turn;
-}
+const requestStores = new Turns<Request>();
 
 /**
  * Settles once every store this request began here has, its cleanup
  * included. multer calls back without waiting for a store whose part's
  * stream failed (a body cut inside it), which may still be opening the file.
  */
-export function storesSettled(req: Request): Promise<unknown> {
-  return lastStore.get(req) ?? Promise.resolve();
-}
+export const storesSettled = (req: Request): Promise<void> => requestStores.settled(req);
 
 /**
  * multer storage that writes each file exactly where pathgate checked it
@@ -208,16 +196,18 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       const held = foldersHeldBy(req);
       const placement = { root, target, overwrite, realPaths, held };
       void whileHeld(held, () =>
-        inTurn(req, () => store(req, file, placement)).then(
-          (size) =>
-            callback(null, {
-              destination: dirname(target),
-              filename: basename(target),
-              path: target,
-              size,
-            }),
-          (error: unknown) => callback(storageError(error)),
-        ),
+        requestStores
+          .run(req, () => store(req, file, placement))
+          .then(
+            (size) =>
+              callback(null, {
+                destination: dirname(target),
+                filename: basename(target),
+                path: target,
+                size,
+              }),
+            (error: unknown) => callback(storageError(error)),
+          ),
       );
     },
     _removeFile(req: Request, file: File, callback) {

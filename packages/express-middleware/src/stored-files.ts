@@ -4,9 +4,9 @@ import { dirname, join } from 'node:path';
 import type { Request } from 'express';
 import { identityAt, ifMissing } from './file-identity.js';
 import type { Held } from './folders.js';
-import { inNameTurn } from './name-turns.js';
 import type { RealPathOf } from './real-path.js';
 import { NOT_A_FILE, refuse } from './storage-refusals.js';
+import { nameTurns } from './turns.js';
 
 // What each request stored, and with `overwrite` what it replaced (kept
 // under a hidden name): a request that fails later removes its files by
@@ -95,12 +95,12 @@ export async function keepOld(
 
 /**
  * Removes what the request stored at `path` in the name's turn
- * (`inNameTurn`): after its earlier removals and stores. Overlapping, two
+ * (`nameTurns`): after its earlier removals and stores. Overlapping, two
  * requests cut at once that replaced the name in turn each looked before
  * the other renamed: the name kept a failed request's file.
  */
 export const removeStored = (req: Request, path: string): Promise<void> =>
-  inNameTurn(path, () => undoStores(req, path));
+  nameTurns.run(path, () => undoStores(req, path));
 
 /**
  * Removes what the request stored at `path` (`removeOne`), latest first, one

@@ -5,9 +5,9 @@ import { dirname, join } from 'node:path';
 import { finished as eos } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { identityAt, identityOf, ifMissing } from './file-identity.js';
-import { inNameTurn } from './name-turns.js';
 import { openedAt, type RealPathOf } from './real-path.js';
 import { EXISTS, NOT_A_DIRECTORY, NOT_A_FILE, refuse, SYMLINK } from './storage-refusals.js';
+import { nameTurns } from './turns.js';
 
 // The temporary file an upload is written to, beside its target: checked
 // before it is created, confirmed where the walk checked it once open, and
@@ -89,7 +89,7 @@ async function checkAbsent(target: string): Promise<void> {
  * checked it before a byte is written (`confirmCreated`).
  */
 export async function createFor(target: string, overwrite: boolean, realPathOf: RealPathOf) {
-  await (overwrite ? inNameTurn(target, () => checkReplaceable(target)) : checkAbsent(target));
+  await (overwrite ? nameTurns.run(target, () => checkReplaceable(target)) : checkAbsent(target));
   const path = join(dirname(target), `.pathgate-${randomUUID()}.part`);
   const created: Created = { path, real: realPathOf(path), handle: await createFile(path) };
   await confirmCreated(created);
