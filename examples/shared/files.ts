@@ -64,13 +64,12 @@ function clientError(error: unknown): never {
  * down leaves them to the caller to take back. Errors as the file system
  * gives them (`parentError`).
  */
-async function makeParents(path: string, root: RealRoot, made: string[] = []): Promise<string[]> {
+async function makeParents(path: string, root: RealRoot, made: string[]): Promise<void> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
-  if (found === parent) return made;
+  if (found === parent) return;
   const names = parent.slice(found.length).split('/').filter(Boolean);
   await makeIn(await openFolder(found, root), found, names, root, made);
-  return made;
 }
 
 /**
@@ -209,7 +208,7 @@ async function openFolder(
   });
 }
 
-/** `inFolder` with the fs errors as they come: an upload walks again on some (`Uploads.attempt`). */
+/** `inFolder` with the fs errors as they come: a move or an upload walks again on ENOENT (`againIfGone`). */
 async function inOpenedFolder<T>(
   dir: string,
   root: RealRoot,
@@ -312,20 +311,13 @@ async function* firstBytes(file: Readable, size: number): AsyncGenerator<Buffer>
  * replaces an existing target (rename would, silently). Both run in the
  * folders checked (`inFolder`). The target's folder gone before the link
  * (ENOENT: a failed request beside this one took back a new folder they
- * share) is walked to again, as an upload's, up to `CREATE_ATTEMPTS` times.
+ * share) is walked to again, as an upload's (`againIfGone`).
  */
 export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
     await requireFile(source);
-    for (let tries = 1; ; tries++) {
-      try {
-        return await moveTo(source, to, root);
-      } catch (error) {
-        const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
-        if (!gone || tries === CREATE_ATTEMPTS) throw error;
-      }
-    }
+    await againIfGone(() => moveTo(source, to, root));
   });
 }
 
@@ -388,8 +380,26 @@ export async function removeFile(path: string, root: RealRoot): Promise<void> {
 /** An upload's byte stream; busboy sets `truncated` when the size limit cut it short. */
 export type UploadStream = Readable & { truncated?: boolean };
 
-/** How many times an upload makes its folders and creates its file while a folder on the way keeps going. */
+/** How many times a move or an upload makes its folders while a folder on the way keeps going. */
 const CREATE_ATTEMPTS = 4;
+
+/**
+ * Runs `attempt` (make the folders, then act in the last) again while a
+ * folder on the way is gone (ENOENT): a failed request beside this one took
+ * back a new folder they share, empty until this one's file is in it.
+ * Several can fail in turn, so a few times; one that keeps going ends in
+ * the error.
+ */
+async function againIfGone<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
+      if (!gone || tries === CREATE_ATTEMPTS) throw error;
+    }
+  }
+}
 
 /**
  * The folders made by uploads in flight, with how many uploads in flight hold
@@ -418,34 +428,17 @@ export class Uploads {
    * target's folder, opened once its folders are made and confirmed the one
    * checked (`inOpenedFolder`): no file is created, written or named through
    * a folder swapped for a link since. The folders are made again while one
-   * on the way is gone, up to `CREATE_ATTEMPTS` times (failed uploads beside
-   * this one remove it, empty until this file is created in it; several can
-   * fail in turn): one that keeps going ends in the error. Answers the size
-   * written. On failure, call `discard`.
+   * on the way is gone (`againIfGone`). Answers the size written. On
+   * failure, call `discard`.
    */
-  async save(file: UploadStream, target: string): Promise<number> {
-    for (let tries = 1; ; tries++) {
-      const size = await this.attempt(file, target, tries === CREATE_ATTEMPTS);
-      if (size !== undefined) return size;
-    }
+  save(file: UploadStream, target: string): Promise<number> {
+    return againIfGone(() => this.attempt(file, target)).catch(parentError);
   }
 
-  /** One walk to `target`'s folder and the upload stored in it; undefined: the folder went (ENOENT), walk again. */
-  private async attempt(
-    file: UploadStream,
-    target: string,
-    last: boolean,
-  ): Promise<number | undefined> {
-    try {
-      await this.enter(target);
-      return await inOpenedFolder(dirname(target), this.root, (entry) =>
-        this.storeIn(entry, file, target),
-      );
-    } catch (error) {
-      const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
-      if (!gone || last) parentError(error as NodeJS.ErrnoException);
-      return undefined;
-    }
+  /** One walk to `target`'s folder and the upload stored in it; fs errors as they come (ENOENT: the folder went). */
+  private async attempt(file: UploadStream, target: string): Promise<number> {
+    await this.enter(target);
+    return inOpenedFolder(dirname(target), this.root, (entry) => this.storeIn(entry, file, target));
   }
 
   /**
