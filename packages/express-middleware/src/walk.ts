@@ -1,6 +1,6 @@
 import { lstat, mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { type Held, holdFolder } from './folders.js';
+import { basename, dirname } from 'node:path';
+import { type Folder, type Held, holdFolder } from './folders.js';
 import { BELOW, entryIn, FOLDER, openFolder } from './open-folder.js';
 import type { RealPathOf } from './real-path.js';
 import { NAME_TOO_LONG, NOT_A_DIRECTORY, refuse } from './storage-refusals.js';
@@ -43,11 +43,22 @@ export async function ensureParent(
   if (tooLong) {
     throw refuse(NAME_TOO_LONG);
   }
-  const below = dirname(target).slice(root.length).split('/').filter(Boolean);
-  if (below.length === 0) return;
-  if (!(await throughOpen(root, below, held, realPathOf))) {
-    await byPath(root, below, held, realPathOf);
-  }
+  const folders = foldersBelow(root, dirname(target), realPathOf);
+  if (folders.length === 0) return;
+  if (!(await throughOpen(root, folders, held, realPathOf))) await byPath(folders, held);
+}
+
+/** The folders from below the root down to `dir`, shallowest first, each with its real path. */
+function foldersBelow(root: string, dir: string, realPathOf: RealPathOf): Folder[] {
+  let path = root === '/' ? '' : root;
+  return dir
+    .slice(root.length)
+    .split('/')
+    .filter(Boolean)
+    .map((name) => {
+      path = `${path}/${name}`;
+      return { path, real: realPathOf(path) };
+    });
 }
 
 /** Makes `path` (by its path or through an open folder): whether it made it, not found it there. */
@@ -69,20 +80,17 @@ const made = (path: string) =>
  */
 async function throughOpen(
   root: string,
-  below: string[],
+  folders: Folder[],
   held: Held,
   realPathOf: RealPathOf,
 ): Promise<boolean> {
   let folder = await openFolder(root, FOLDER, realPathOf(root));
   if (folder === undefined) return false;
   try {
-    let current = root === '/' ? '' : root;
-    for (const name of below) {
-      current = `${current}/${name}`;
-      const entry = entryIn(folder, name);
-      const real = realPathOf(current);
-      holdFolder(held, { path: current, real }, await made(entry));
-      const next = await openFolder(entry, BELOW, real);
+    for (const below of folders) {
+      const entry = entryIn(folder, basename(below.path));
+      holdFolder(held, below, await made(entry));
+      const next = await openFolder(entry, BELOW, below.real);
       if (next === undefined) throw refuse(NOT_A_DIRECTORY);
       const above = folder;
       folder = next;
@@ -95,17 +103,10 @@ async function throughOpen(
 }
 
 /** The walk where the kernel cannot say where a folder is: each made by path, then checked by lstat. */
-async function byPath(
-  root: string,
-  below: string[],
-  held: Held,
-  realPathOf: RealPathOf,
-): Promise<void> {
-  let current = root === '/' ? '' : root;
-  for (const name of below) {
-    current = `${current}/${name}`;
-    holdFolder(held, { path: current, real: realPathOf(current) }, await made(current));
-    if (!(await lstat(current)).isDirectory()) {
+async function byPath(folders: Folder[], held: Held): Promise<void> {
+  for (const folder of folders) {
+    holdFolder(held, folder, await made(folder.path));
+    if (!(await lstat(folder.path)).isDirectory()) {
       throw refuse(NOT_A_DIRECTORY);
     }
   }
