@@ -12,7 +12,7 @@ import type { Deny } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import { gateRoutePath, leaveRouteState, uploadFollows } from './route-state.js';
 import type { ValuesReader } from './route-values.js';
-import { storedFiles, uploadOf } from './upload.js';
+import { storedFiles, unreadBodyDenial, uploadOf } from './upload.js';
 
 /** Checked before a multipart body is read; its fields and files are checked after multer. */
 const BEFORE_BODY: readonly PathSource[] = ['params', 'query', 'headers'];
@@ -100,13 +100,13 @@ export function routeMiddleware({
 }: RouteMiddlewareParts): PathgateHandler {
   const { reportOnly } = settings;
   const { expectsFiles, bodyLabel, fileLabel } = guard;
-  // What a deny names when no parser or gate.multer() reads the body these specs need.
-  const unreadLabel = bodyLabel ?? fileLabel;
+  // The deny when no parser or gate.multer() reads the body these specs need.
+  const unreadDenial = unreadBodyDenial(guard);
   const warnUnknownParams = unknownParamsWarner(settings, params);
   const warn = misconfiguredOnce(settings);
   /** The unread body these specs cannot check: none that a gate.multer() after us will read. */
   const uncheckable = (body: UnreadBody | undefined, deferred: boolean) => {
-    if (body === 'multipart') return deferred || unreadLabel === undefined ? undefined : body;
+    if (body === 'multipart') return deferred || unreadDenial === undefined ? undefined : body;
     return bodyLabel === undefined ? undefined : body;
   };
   const warnUnparsed = (req: Request, body: UnreadBody) =>
@@ -127,8 +127,7 @@ export function routeMiddleware({
     const sources = deferred || unread ? BEFORE_BODY : undefined;
     const result = guard.checkRequest(values(req), info, sources, denials);
     if (!result.ok) return result;
-    if (unread)
-      return { ok: false, denial: { reason: 'missing-path', label: unreadLabel as string } };
+    if (unread) return { ok: false, denial: unreadDenial as PathDenial };
     if (deferred || !expectsFiles) return result;
     // Files a parser before us stored (another gate's multer, plain multer): never checked by these specs.
     if (storedFiles(req).length > 0)

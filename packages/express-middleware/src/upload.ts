@@ -79,15 +79,14 @@ function removeAll(req: Request, storage: StorageEngine): Promise<unknown> {
 }
 
 /**
- * A body multer called back on without reading it: Express's type-is reads
- * `multipart/form-data; boundary=x;` as multipart, so the gate left the body
- * to multer, whose older type-is does not, and skips it. The specs that
- * needed it deny, optional ones too, as for a multipart body no gate.multer()
- * reads (a parser after it would hand the handler values no one checked).
+ * The deny of a body no parser read, for a route whose specs need it:
+ * `missing-path`, naming its first body spec, else its first file spec,
+ * optional ones too (a parser after the gate would hand the handler values
+ * no one checked). `undefined` for a route that declares neither.
  */
-function unreadBody(guard: RouteGuard): PathDenial[] {
+export function unreadBodyDenial(guard: RouteGuard): PathDenial | undefined {
   const label = guard.bodyLabel ?? guard.fileLabel;
-  return label === undefined ? [] : [{ reason: 'missing-path', label }];
+  return label === undefined ? undefined : { reason: 'missing-path', label };
 }
 
 export interface UploadParts {
@@ -334,7 +333,10 @@ export class Upload {
   private checkFields(route: RouteState): readonly PathDenial[] {
     const denials: PathDenial[] = [];
     const { guard, info, reportOnly } = route;
-    if (!this.parsing) return unreadBody(guard);
+    // A body multer called back on without reading it: Express's type-is reads
+    // `multipart/form-data; boundary=x;` as multipart, so the gate left it to
+    // multer, whose older type-is does not, and skips it.
+    if (!this.parsing) return [unreadBodyDenial(guard)].filter((denial) => denial !== undefined);
     const body = guard.checkRequest(
       { body: this.parts.req.body },
       info,
