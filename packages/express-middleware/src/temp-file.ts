@@ -83,10 +83,11 @@ async function checkAbsent(target: string): Promise<void> {
 /**
  * Creates the temporary sibling a part is written to, once what is at its
  * target is checked (with `overwrite` in the name's turn: another store's
- * old file, linked to be kept, is no hard link of the app's): written in place, a file in flight could be read,
- * moved or deleted half-written, and its cleanup would then remove by name
- * a file another request stored there since. Confirmed where the walk
- * checked it before a byte is written (`confirmCreated`).
+ * old file, linked to be kept, is no hard link of the app's). Written in
+ * place, a file in flight could be read, moved or deleted half-written, and
+ * its cleanup would then remove by name a file another request stored there
+ * since. Confirmed where the walk checked it before a byte is written
+ * (`confirmCreated`).
  */
 export async function createFor(target: string, overwrite: boolean, realPathOf: RealPathOf) {
   await (overwrite ? nameTurns.run(target, () => checkReplaceable(target)) : checkAbsent(target));
