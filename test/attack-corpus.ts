@@ -856,6 +856,11 @@ const BUSBOY_FILENAME_STAR =
 const BUSBOY_SKIPS =
   '@fastify/busboy hands over an empty filename*= as "" and a bad escape as text; busboy 1 (multer) finds the Content-Disposition malformed and skips the whole part without an event, so neither multer nor pathgate sees it';
 
+const BUSBOY_CR_LF =
+  'busboy 1 refuses a CR or LF in a part header value (Malformed part header); RFC 9110 5.5 lets a recipient reject it';
+const FASTIFY_DROPS_PART =
+  '@fastify/busboy stops reading the part header at a bare CR or LF without an error, so the part has no Content-Disposition and is dropped unseen: the required file is missing';
+
 const UPLOADS: readonly CorpusRow[] = [
   upload('contract', 'an allowed name', file('a.png'), ok(`${S}/uploads/a.png`), {
     value: ['a.png'],
@@ -992,6 +997,21 @@ const UPLOADS: readonly CorpusRow[] = [
       expect: refused(400, 'busboy 1 refuses a NUL in a part header (Malformed part header)'),
     },
     why: '@fastify/busboy hands the NUL over; busboy 1 refuses the part header before multer',
+  }),
+  upload('threat model', 'a bare CR in filename=', file('a\r.png'), {
+    fastify: { value: [], expect: MISSING },
+    express: { expect: refused(400, BUSBOY_CR_LF) },
+    why: FASTIFY_DROPS_PART,
+  }),
+  upload('threat model', 'a bare LF in filename*=', file5987('x').replace("''", "''a\n"), {
+    fastify: { value: [], expect: MISSING },
+    express: { expect: refused(400, BUSBOY_CR_LF) },
+    why: FASTIFY_DROPS_PART,
+  }),
+  upload('threat model', 'a CRLF inside the quoted filename=', file('a\r\nb.png'), {
+    fastify: { value: ['a'], expect: ok(`${S}/uploads/a`) },
+    express: { expect: refused(400, BUSBOY_CR_LF) },
+    why: '@fastify/busboy ends the header line at the CRLF: the part is named "a", the name pathgate checks and the handler gets',
   }),
   upload('PayloadsAllTheThings', 'NUL through filename*=', file5987('a%00.png'), NUL, {
     value: ['a\0.png'],
