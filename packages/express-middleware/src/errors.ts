@@ -31,7 +31,7 @@ export class PathgateDeniedError extends Error {
   }
 }
 
-/** Codes of the safe disk storage's refusals; the README lists the same. */
+/** Codes of the safe disk storage's refusals, and of its own failure (`FAILED`); the README lists the same. */
 export const STORAGE_CODES = Object.freeze({
   /** The target exists and `overwrite` is off, or it is a folder (`overwrite` or not). */
   EXISTS: 'PATHGATE_EXISTS',
@@ -47,6 +47,8 @@ export const STORAGE_CODES = Object.freeze({
   FILE_TOO_LARGE: 'PATHGATE_FILE_TOO_LARGE',
   /** The disk or the quota is full (`ENOSPC`, `EDQUOT`). */
   NO_SPACE: 'PATHGATE_NO_SPACE',
+  /** Any other failure (EACCES, EROFS, EIO, a missing root, a bug): the server's, not the client's. */
+  FAILED: 'PATHGATE_STORAGE_FAILED',
 } as const);
 
 export type StorageCode = (typeof STORAGE_CODES)[keyof typeof STORAGE_CODES];
@@ -59,25 +61,29 @@ const STORAGE_STATUS: Record<StorageCode, number> = {
   PATHGATE_NAME_TOO_LONG: 400,
   PATHGATE_FILE_TOO_LARGE: 413,
   PATHGATE_NO_SPACE: 507,
+  PATHGATE_STORAGE_FAILED: 500,
 };
 
 /**
  * Why the safe disk storage refused or could not finish an allowed file. It
  * reaches the app's error handler through multer, with an http-errors shape
- * (exposed: the message names no path), so bad input never becomes a 500
- * and a full disk is a 507, not an unexplained 500.
+ * and a message that names no path, so bad input never becomes a 500 and a
+ * full disk is a 507, not an unexplained 500. Any other failure is a 500
+ * `FAILED`, not exposed (the server's fault: a handler shows a generic
+ * message); the OS error behind it, path and all, stays on `cause` for logs.
  */
 export class PathgateStorageError extends Error {
   readonly status: number;
   readonly statusCode: number;
-  readonly expose = true;
+  readonly expose: boolean;
   readonly code: StorageCode;
 
-  constructor(code: StorageCode, message: string) {
-    super(message);
+  constructor(code: StorageCode, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'PathgateStorageError';
     this.code = code;
     this.status = STORAGE_STATUS[code];
     this.statusCode = this.status;
+    this.expose = code !== STORAGE_CODES.FAILED;
   }
 }

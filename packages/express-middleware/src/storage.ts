@@ -158,6 +158,14 @@ async function store(req: Request, file: File, placement: Placement) {
 }
 
 /**
+ * Answers multer with the storage's error (`storageError`): whatever leaves
+ * the storage, a store's or a removal's (multer hands the app those in
+ * `storageErrors`), names no path.
+ */
+const failWith = (callback: (error: Error) => void) => (error: unknown) =>
+  callback(storageError(error));
+
+/**
  * Each request's stores, one after another as the parts arrive, so a
  * request holds at most one open file here: busboy hands on many tiny parts
  * at once, and one request of thousands of files would otherwise take all
@@ -190,7 +198,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
     _handleFile(req: Request, file: File, callback) {
       const target = file.pathgatePath;
       if (target === undefined) {
-        discard(file).then((size) => callback(null, { size }), callback);
+        discard(file).then((size) => callback(null, { size }), failWith(callback));
         return;
       }
       const held = foldersHeldBy(req);
@@ -206,7 +214,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
                 path: target,
                 size,
               }),
-            (error: unknown) => callback(storageError(error)),
+            failWith(callback),
           ),
       );
     },
@@ -219,7 +227,7 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       void whileHeld(held, () =>
         removeStored(req, path)
           .then(() => removeEmptyFolders(held))
-          .then(() => callback(null), callback),
+          .then(() => callback(null), failWith(callback)),
       );
     },
   };

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RequestHandler } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { describe, expect, it } from 'vitest';
 import { type PathgateOptions, pathgate } from '../src/index.js';
 import { filePart, onApp, request, upload } from './helpers.js';
@@ -33,20 +33,31 @@ describe('README, "Options"', () => {
 });
 
 describe('README, "Example"', () => {
-  it('a missing root is a server error passed on unchanged, a 500 naming the path', async () => {
+  it('a missing root is a 500 naming no path, not exposed; the OS error, path and all, is its cause', async () => {
+    const seen: unknown[] = [];
+    const record: ErrorRequestHandler = (error, _req, _res, next) => {
+      seen.push(error);
+      next(error);
+    };
     await onApp(
       (root, app) => {
         const gate = pathgate({ root: join(root, 'missing'), fs: ['rw:./uploads/**'] });
-        app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), gate.multer().single('doc'));
+        const up = gate.multer().single('doc');
+        app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), up, record);
       },
       async (port, root) => {
         const res = await upload(port, '/up', [filePart('doc', 'a.txt')]);
-        expect(res.status).toBe(500);
         expect(res.json).toEqual({
           status: 500,
-          code: 'ENOENT',
-          message: expect.stringContaining(join(root, 'missing')),
+          code: 'PATHGATE_STORAGE_FAILED',
+          message: 'the file could not be stored',
         });
+        expect(seen).toMatchObject([
+          {
+            expose: false,
+            cause: { code: 'ENOENT', message: expect.stringContaining(join(root, 'missing')) },
+          },
+        ]);
       },
     );
   });

@@ -69,6 +69,7 @@ const osError = (code: string, call: Call, what: string) => (path: string) =>
   Object.assign(new Error(`${code}: ${what}, ${call} '${path}'`), { code, syscall: call, path });
 
 const EACCES = (call: Call) => osError('EACCES', call, 'permission denied');
+const EIO = (call: Call) => osError('EIO', call, 'i/o error');
 
 /** POST /up (overwrite off) and /replace (overwrite on): files of field doc, below uploads/, 1000 bytes at most. */
 function uploadRoutes(root: string, app: Express): void {
@@ -146,7 +147,11 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
   });
 
   it('EROFS giving the file its name (link): 500, no temporary file, no folder left', async () => {
-    faults.now = { call: 'link', endsWith: '/a.txt', error: osError('EROFS', 'link', 'read-only file system') };
+    faults.now = {
+      call: 'link',
+      endsWith: '/a.txt',
+      error: osError('EROFS', 'link', 'read-only file system'),
+    };
     await onUploads(async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'd/a.txt')]);
       expectHidden(res, root);
@@ -156,7 +161,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
   });
 
   it('EIO keeping the old file (overwrite): 500, the old file stays as it was, nothing else', async () => {
-    faults.now = { call: 'link', endsWith: '.old', error: osError('EIO', 'link', 'i/o error') };
+    faults.now = { call: 'link', endsWith: '.old', error: EIO('link') };
     await onUploads(async (port, root, seen) => {
       mkdirSync(join(root, 'uploads'));
       writeFileSync(join(root, 'uploads/report.txt'), 'version 1');
@@ -169,7 +174,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
   });
 
   it('EIO renaming over the old file (overwrite): 500, the old file stays, its kept link goes', async () => {
-    faults.now = { call: 'rename', endsWith: '/report.txt', error: osError('EIO', 'rename', 'i/o error') };
+    faults.now = { call: 'rename', endsWith: '/report.txt', error: EIO('rename') };
     await onUploads(async (port, root, seen) => {
       mkdirSync(join(root, 'uploads'));
       writeFileSync(join(root, 'uploads/report.txt'), 'version 1');
@@ -211,7 +216,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
   });
 
   it("a removal that fails (multer's abort after a 413): its error in storageErrors is wrapped too", async () => {
-    faults.now = { call: 'unlink', endsWith: '/stuck.txt', error: osError('EIO', 'unlink', 'i/o error') };
+    faults.now = { call: 'unlink', endsWith: '/stuck.txt', error: EIO('unlink') };
     await onUploads(async (port, root, seen) => {
       const res = await upload(port, '/up', [
         filePart('doc', 'stuck.txt', 'stored first'),

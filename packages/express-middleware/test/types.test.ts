@@ -179,6 +179,9 @@ describe('types', () => {
       | 'PATHGATE_NAME_TOO_LONG'
       | 'PATHGATE_FILE_TOO_LARGE'
       | 'PATHGATE_NO_SPACE'
+      | 'PATHGATE_STORAGE_FAILED'
     >();
+    // false for PATHGATE_STORAGE_FAILED, the server's fault.
+    expectTypeOf<PathgateStorageError['expose']>().toEqualTypeOf<boolean>();
   });
 });
