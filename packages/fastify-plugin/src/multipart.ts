@@ -183,13 +183,16 @@ class PartChecks {
     if (this.state.guard.bodyLabel !== undefined) refuseCut(part);
   }
 
-  /** After the last part: every required file spec must have been met. */
-  end(): void {
+  /**
+   * After the last part the caller gets (with `file()`, its only one, which
+   * a deny then refuses): every required file spec must have been met.
+   */
+  end(handed?: Part): void {
     const result = this.state.guard.checkMissingFiles([
       ...this.state.info.files,
       ...this.unchecked,
     ]);
-    if (!result.ok) this.deny(result.denial);
+    if (!result.ok) this.deny(result.denial, handed);
   }
 
   /**
@@ -308,10 +311,11 @@ export function guardMultipart(
       const part = await file.call(request, options).catch((error) => {
         throw withClientStatus(error);
       });
-      // A nameless first part of an optional field: no file (the rest is never parsed).
-      if (part && checks.file(part)) return part;
-      checks.end();
-      return undefined;
+      // A nameless first part of an optional field: no file. Either way the rest
+      // is never parsed, so a required file spec this part did not meet is missing.
+      const handed = part && checks.file(part) ? part : undefined;
+      checks.end(handed);
+      return handed;
     };
     methods.file = function pathgateFile(options) {
       return firstFile(options).catch((error) => throwAfterAnswer(reply, error));

@@ -18,7 +18,7 @@ import {
   request,
   sandbox,
 } from './helpers.js';
-import { RULES, serveMultipart, UPLOAD } from './multipart-server.js';
+import { RULES, serveMultipart, store, UPLOAD } from './multipart-server.js';
 
 // Multipart filenames with a real client (fetch + FormData) and raw bodies,
 // through every way @fastify/multipart hands out files. An allowed file
@@ -235,6 +235,29 @@ describe('which fields, and required files', () => {
       expect(res).toMatchObject({ status: 403, json: denied('file *', 'missing-path') });
     },
   );
+
+  it('file() hands out one file: a second required file spec is missing, and nothing is stored', async () => {
+    const root = sandbox();
+    const app = newApp();
+    let calls = 0;
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart, { preservePath: true });
+    const paths = [
+      { file: 'avatar', under: 'uploads' },
+      { file: 'doc', under: 'uploads' },
+    ] as const;
+    app.post('/two', { config: { pathgate: { mode: 'write', paths } } }, async (req) => {
+      const part = await req.file();
+      calls++;
+      return { stored: part ? [await store(part)] : [] };
+    });
+    const port = await listen(app);
+    const avatar: RawPart = { ...file('a.png'), disposition: 'name="avatar"; filename="a.png"' };
+    const res = await postMultipart(port, '/two', [avatar]);
+    expect(res.json).toEqual(denied('file doc', 'missing-path'));
+    expect(calls).toBe(0);
+    expect(filesIn(root)).toEqual([]);
+  });
 
   it('an optional file may be absent, with files() or saveRequestFiles()', async () => {
     const s = await serveMultipart();
