@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
+import multipart from '@fastify/multipart';
 import type { PathSpec } from '@pathgate/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathgateOptions } from '../src/index.js';
-import { listen, newApp, postJson, request, sandbox } from './helpers.js';
+import { listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // under the README section that makes them.
@@ -156,5 +157,51 @@ describe('README, the spec table', () => {
     const forged = { ...headers, 'x-forwarded-host': '..' };
     expect((await request(port, { path: '/host', headers: forged })).status).toBe(200);
     expect((await request(port, { path: '/both', headers: forged })).status).toBe(403);
+  });
+});
+
+describe('README, "Multipart (@fastify/multipart 10)"', () => {
+  /** Files' names a `files()` handler saw, on a route with a body-free `params` spec and `extra` specs. */
+  async function uploadRoute(extra: PathSpec[]): Promise<number> {
+    const app = newApp();
+    await app.register(multipart, { preservePath: true });
+    await app.register(pathgate, { root: sandbox(), fs: ['rw:./uploads/**'] });
+    app.post(
+      '/up/*',
+      { config: { pathgate: { mode: 'write', paths: [{ params: '*' }, ...extra] } } },
+      async (req) => {
+        const names: string[] = [];
+        for await (const part of req.files()) {
+          names.push(part.filename);
+          part.file.resume();
+        }
+        return names;
+      },
+    );
+    return listen(app);
+  }
+  const escaping = { disposition: 'name="doc"; filename="../../etc/passwd"', data: 'x' };
+
+  it('a route with no file spec leaves file parts alone; { file: true, optional: true } checks each', async () => {
+    expect(README).toContain(
+      "On a route with no file spec, file parts are the app's business and pathgate leaves them alone",
+    );
+    expect(README).toContain('declare `{ file: true, optional: true }`');
+    const loose = await uploadRoute([]);
+    expect((await postMultipart(loose, '/up/uploads', [escaping])).json).toEqual([
+      '../../etc/passwd',
+    ]);
+    const checked = await uploadRoute([{ file: true, optional: true }]);
+    const refused = await postMultipart(checked, '/up/uploads', [escaping]);
+    expect(refused.status).toBe(403);
+    expect(refused.json).toMatchObject({ reason: 'path-not-in-allowlist' });
+    const none = await postMultipart(checked, '/up/uploads', [
+      { disposition: 'name="note"', data: 'hi' },
+    ]);
+    expect(none).toMatchObject({ status: 200, json: [] });
+    const fine = await postMultipart(checked, '/up/uploads', [
+      { disposition: 'name="doc"; filename="uploads/a.txt"', data: 'x' },
+    ]);
+    expect(fine).toMatchObject({ status: 200, json: ['uploads/a.txt'] });
   });
 });
