@@ -5,7 +5,7 @@ import type express from 'express';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
 import {
-  appPerFile,
+  appPerTest,
   BOUNDARY,
   entriesUnder,
   fieldPart,
@@ -23,7 +23,7 @@ import {
 // are the folders the failed upload made (never one that was there before,
 // one another upload uses, nor a successful upload's).
 
-const served = appPerFile((root, app) => {
+const served = appPerTest((root, app) => {
   const gate = pathgate({ root, fs: ['rw:uploads/**'] });
   const up = gate.multer();
   const one = gate.multer({ limits: { files: 1, fields: 0 } });
@@ -35,9 +35,8 @@ const served = appPerFile((root, app) => {
 });
 const { errors } = served;
 
-// Each case starts from an empty uploads/.
+// Each case starts from an empty uploads/ in its own root, with its own app.
 beforeEach(() => {
-  rmSync(join(served.root, 'uploads'), { recursive: true, force: true });
   mkdirSync(join(served.root, 'uploads'));
 });
 

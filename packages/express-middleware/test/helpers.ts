@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express, { type ErrorRequestHandler, type Express } from 'express';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
@@ -210,29 +210,36 @@ export async function until(done: () => boolean | Promise<boolean>, within = 300
   return true;
 }
 
-/** `appPerFile`'s app: its temp root, its port and its error handler's calls, once `beforeAll` ran. */
-export interface FileApp {
+/** The app of `appPerFile` or `appPerTest`: its temp root, its port and its error handler's calls, once set up. */
+export interface HookedApp {
   readonly root: string;
   readonly port: number;
   readonly errors: ReturnType<typeof countingErrorHandler>;
 }
 
+type Hook = (run: () => Promise<void>) => void;
+
 /**
- * One Express app for a whole test file, on a fresh temp root: built before
- * its tests (a counting error handler last), closed and removed after them.
+ * An Express app on a fresh temp root, built in `setUp` (a counting error
+ * handler last, its calls cleared), closed and removed in `tearDown`.
  */
-export function appPerFile(build: (root: string, app: Express) => void): FileApp {
+function hookedApp(
+  build: (root: string, app: Express) => void,
+  setUp: Hook,
+  tearDown: Hook,
+): HookedApp {
   const errors = countingErrorHandler();
   let dir: { root: string; remove: () => void } | undefined;
   let served: Served | undefined;
-  beforeAll(async () => {
+  setUp(async () => {
+    errors.calls.length = 0;
     dir = tempRoot();
     const app = express();
     build(dir.root, app);
     app.use(errors.handler);
     served = await serve(app);
   });
-  afterAll(async () => {
+  tearDown(async () => {
     await served?.close();
     dir?.remove();
   });
@@ -246,3 +253,15 @@ export function appPerFile(build: (root: string, app: Express) => void): FileApp
     },
   };
 }
+
+/** One app for a whole test file: for files whose tests leave nothing another one reads. */
+export const appPerFile = (build: (root: string, app: Express) => void): HookedApp =>
+  hookedApp(build, beforeAll, afterAll);
+
+/**
+ * A fresh app and root for each test: nothing one test stores, counts or
+ * warns about once (a gate's one-time warnings live in the app) reaches
+ * another, whatever order they run in.
+ */
+export const appPerTest = (build: (root: string, app: Express) => void): HookedApp =>
+  hookedApp(build, beforeEach, afterEach);
