@@ -133,10 +133,12 @@ describe('pathgate(options): bad options throw at once, naming the option', () =
 });
 
 describe('gate.read() / gate.write(): route specs are compiled when the middleware is made', () => {
-  const gate = pathgate({ root: '/srv', fs: FS });
+  // A gate per test: a gate numbers its calls, so a shared one would count another test's.
+  const freshGate = () => pathgate({ root: '/srv', fs: FS });
   const ONE = 'name exactly one of params, query, body, headers, file';
 
   it('names the gate call, its number and paths[i]', () => {
+    const gate = freshGate();
     const first = thrown(() => gate.read({ params: 'path' }, { body: 'a', query: 'b' } as never));
     expect(first).toBe(`pathgate: route gate.read() #1: paths[1]: ${ONE}`);
     expect(thrown(() => gate.write())).toBe(
@@ -157,7 +159,7 @@ describe('gate.read() / gate.write(): route specs are compiled when the middlewa
   });
 
   it('returns Express middleware (req, res, next)', () => {
-    const middleware = gate.write({ body: 'from' }, { body: 'to', under: 'uploads' });
+    const middleware = freshGate().write({ body: 'from' }, { body: 'to', under: 'uploads' });
     expect(typeof middleware).toBe('function');
     expect(middleware.length).toBe(3);
   });

@@ -14,7 +14,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import express from 'express';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Answer } from '../../../test/answer.js';
 import {
   type DiskStorageOptions,
@@ -589,12 +589,13 @@ describe('a part whose client left before the storage opened its file', () => {
         settle(error),
       );
     });
+  // A root per test: the later upload stores the very name the aborted ones must not leave.
   let root: string;
   let remove: () => void;
-  beforeAll(() => {
+  beforeEach(() => {
     ({ root, remove } = tempRoot());
   });
-  afterAll(() => remove());
+  afterEach(() => remove());
 
   it.each([
     ['destroyed', (s: PassThrough) => s.destroy()],
