@@ -83,18 +83,20 @@ export async function withServed<T>(app: Express, run: (served: Served) => Promi
 
 /**
  * A fresh root, an app `build` wires on it (with `countingErrorHandler`
- * last), served for `run`; the server closed and the root removed after.
+ * last, its errors handed to `run`), served for `run`; the server closed
+ * and the root removed after.
  */
 export async function onApp<T>(
   build: (root: string, app: Express) => void,
-  run: (port: number, root: string) => Promise<T>,
+  run: (port: number, root: string, errors: unknown[]) => Promise<T>,
 ): Promise<T> {
   const dir = tempRoot();
   try {
     const app = express();
     build(dir.root, app);
-    app.use(countingErrorHandler().handler);
-    return await withServed(app, (s) => run(s.port, dir.root));
+    const errors = countingErrorHandler();
+    app.use(errors.handler);
+    return await withServed(app, (s) => run(s.port, dir.root, errors.calls));
   } finally {
     dir.remove();
   }

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type * as fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
-import express, { type ErrorRequestHandler, type Express } from 'express';
+import express, { type Express } from 'express';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { namedThrough } from '../../../test/fd-path.js';
 import { PathgateStorageError, pathgate, STORAGE_CODES } from '../src/index.js';
@@ -84,22 +84,6 @@ function uploadRoutes(root: string, app: Express): void {
   app.post('/replace', gate.write(spec), replacing.any(), stored);
 }
 
-/** `uploadRoutes` on a fresh root, each error the app's handler gets in `seen`. */
-async function onUploads(run: (port: number, root: string, seen: unknown[]) => Promise<void>) {
-  const seen: unknown[] = [];
-  const record: ErrorRequestHandler = (error, _req, _res, next) => {
-    seen.push(error);
-    next(error);
-  };
-  await onApp(
-    (root, app) => {
-      uploadRoutes(root, app);
-      app.use(record);
-    },
-    (port, root) => run(port, root, seen),
-  );
-}
-
 /** The one error the app got: the storage's failure, its cause the original error. */
 function failure(seen: unknown[]): PathgateStorageError & { cause: NodeJS.ErrnoException } {
   expect(seen).toHaveLength(1);
@@ -119,7 +103,7 @@ function expectHidden(res: { status: number; text: string }, root: string): void
 describe('an OS error the storage does not map: a 500 that names no path, the error kept as cause', () => {
   it('EACCES creating the temporary file: 500 PATHGATE_STORAGE_FAILED, not exposed, nothing left', async () => {
     faults.now = { call: 'open', endsWith: '.part', error: EACCES('open') };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'new/a.txt', 'content')]);
       expectHidden(res, root);
       expect(res.json).toEqual({
@@ -138,7 +122,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
 
   it('EACCES making a folder on the way (the walk): 500, the folders it made removed', async () => {
     faults.now = { call: 'mkdir', endsWith: '/locked', error: EACCES('mkdir') };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'made/locked/a.txt')]);
       expectHidden(res, root);
       expect(failure(seen).cause.code).toBe('EACCES');
@@ -152,7 +136,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
       endsWith: '/a.txt',
       error: osError('EROFS', 'link', 'read-only file system'),
     };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'd/a.txt')]);
       expectHidden(res, root);
       expect(failure(seen).cause.code).toBe('EROFS');
@@ -160,36 +144,31 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
     });
   });
 
-  it('EIO keeping the old file (overwrite): 500, the old file stays as it was, nothing else', async () => {
-    faults.now = { call: 'link', endsWith: '.old', error: EIO('link') };
-    await onUploads(async (port, root, seen) => {
-      mkdirSync(join(root, 'uploads'));
-      writeFileSync(join(root, 'uploads/report.txt'), 'version 1');
-      const res = await upload(port, '/replace', [filePart('doc', 'report.txt', 'version 2')]);
-      expectHidden(res, root);
-      expect(failure(seen).cause.code).toBe('EIO');
-      expect(readFileSync(join(root, 'uploads/report.txt'), 'utf8')).toBe('version 1');
-      expect(filesUnder(root)).toEqual(['uploads/report.txt']);
-    });
-  });
-
-  it('EIO renaming over the old file (overwrite): 500, the old file stays, its kept link goes', async () => {
-    faults.now = { call: 'rename', endsWith: '/report.txt', error: EIO('rename') };
-    await onUploads(async (port, root, seen) => {
-      mkdirSync(join(root, 'uploads'));
-      writeFileSync(join(root, 'uploads/report.txt'), 'version 1');
-      const res = await upload(port, '/replace', [filePart('doc', 'report.txt', 'version 2')]);
-      expectHidden(res, root);
-      expect(failure(seen).cause.code).toBe('EIO');
-      expect(readFileSync(join(root, 'uploads/report.txt'), 'utf8')).toBe('version 1');
-      expect(await until(() => filesUnder(root).length === 1)).toBe(true);
-    });
-  });
+  it.each([
+    { step: 'keeping the old file (link)', call: 'link', endsWith: '.old' },
+    { step: 'renaming over the old file', call: 'rename', endsWith: '/report.txt' },
+  ] as const)(
+    'EIO $step (overwrite): 500, the old file stays as it was, nothing else',
+    async ({ call, endsWith }) => {
+      faults.now = { call, endsWith, error: EIO(call) };
+      await onApp(uploadRoutes, async (port, root, seen) => {
+        mkdirSync(join(root, 'uploads'));
+        writeFileSync(join(root, 'uploads/report.txt'), 'version 1');
+        const res = await upload(port, '/replace', [filePart('doc', 'report.txt', 'version 2')]);
+        expectHidden(res, root);
+        expect(failure(seen).cause.code).toBe('EIO');
+        expect(readFileSync(join(root, 'uploads/report.txt'), 'utf8')).toBe('version 1');
+        // A kept link, if one was made, goes after the answer.
+        expect(await until(() => filesUnder(root).length === 1)).toBe(true);
+        expect(filesUnder(root)).toEqual(['uploads/report.txt']);
+      });
+    },
+  );
 
   it('an error that is no OS error (a TypeError naming the path): wrapped the same way', async () => {
     const bug = (path: string) => new TypeError(`cannot open ${path}`);
     faults.now = { call: 'open', endsWith: '.part', error: bug };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'a.txt')]);
       expectHidden(res, root);
       const error = failure(seen);
@@ -217,7 +196,7 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
 
   it("a removal that fails (multer's abort after a 413): its error in storageErrors is wrapped too", async () => {
     faults.now = { call: 'unlink', endsWith: '/stuck.txt', error: EIO('unlink') };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [
         filePart('doc', 'stuck.txt', 'stored first'),
         filePart('doc', 'big.bin', 'x'.repeat(5000)),
@@ -241,7 +220,7 @@ describe('an OS error the storage maps: unchanged', () => {
 
   it('ENOSPC creating the temporary file: 507 PATHGATE_NO_SPACE, exposed, nothing left', async () => {
     faults.now = { call: 'open', endsWith: '.part', error: full };
-    await onUploads(async (port, root, seen) => {
+    await onApp(uploadRoutes, async (port, root, seen) => {
       const res = await upload(port, '/up', [filePart('doc', 'a.txt')]);
       expect(res.json).toEqual({
         status: 507,
@@ -257,7 +236,7 @@ describe('an OS error the storage maps: unchanged', () => {
 
   it('keeps the OS error it maps as cause, for logs', async () => {
     faults.now = { call: 'open', endsWith: '.part', error: full };
-    await onUploads(async (port, _root, seen) => {
+    await onApp(uploadRoutes, async (port, _root, seen) => {
       expect((await upload(port, '/up', [filePart('doc', 'a.txt')])).status).toBe(507);
       expect(seen[0]).toMatchObject({ cause: { code: 'ENOSPC' } });
     });
