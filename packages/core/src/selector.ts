@@ -67,14 +67,31 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
 }
 
 /**
+ * A list's elements up to and including the first that is not a string:
+ * that one fails to canonicalize, so the list fails there whatever follows.
+ * Never past it: a parser can hand over a sparse list of 2³² - 1 elements
+ * from a few bytes (multer's `to[4294967294]`), and copying it whole blocked
+ * the process for seconds.
+ */
+function upToFirstNonString(list: readonly unknown[]): unknown[] {
+  const copy: unknown[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const item = list[i];
+    copy.push(item);
+    if (typeof item !== 'string') break;
+  }
+  return copy;
+}
+
+/**
  * The values to check: a selected array is checked element by element
- * (holes included). A list with an element whose read throws (an accessor)
- * is one value that fails to canonicalize.
+ * (holes included), up to its first failing one. A list with an element
+ * whose read throws (an accessor) is one value that fails to canonicalize.
  */
 export function selectedValues(value: unknown): readonly unknown[] {
   if (!Array.isArray(value)) return [value];
   try {
-    return Array.from(value);
+    return upToFirstNonString(value);
   } catch {
     return [undefined];
   }

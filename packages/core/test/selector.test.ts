@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileSelector, MISSING, ownValue, select } from '../src/selector.js';
+import { compileSelector, MISSING, ownValue, select, selectedValues } from '../src/selector.js';
 
 // A route guard reads a one-key selector with `ownValue`, without the walk (route-guard.ts);
 // the walk reads every key step with it too. What a request's value can hide behind a key.
@@ -41,5 +41,25 @@ describe('selector: holes and undefined', () => {
     expect(select({ files: [] }, files)).toBe(MISSING);
     expect(select({ files: [{}] }, files)).toBe(MISSING);
     expect(select({ files: [{ path: 'a' }] }, files)).toBe('a');
+  });
+});
+
+describe('selector: a selected list is read up to its first element that is not a string', () => {
+  it('that element fails, so none after it is read', () => {
+    const reads: string[] = [];
+    const list = new Proxy(['a', 42, 'b', 'c'], {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads.push(key);
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    expect(selectedValues(list)).toEqual(['a', 42]);
+    expect(reads).toEqual(['0', '1']);
+  });
+
+  it('a sparse list of the longest length (multer makes one from `to[4294967294]`) stops at its first hole', () => {
+    const list: unknown[] = ['a'];
+    list[2 ** 32 - 2] = 'b';
+    expect(selectedValues(list)).toEqual(['a', undefined]);
   });
 });
