@@ -29,6 +29,12 @@ function buildApp(options: Partial<PathgateOptions> = {}): express.Express {
   // The mistake: the parser comes after the gate.
   app.post('/late', optional, express.json(), handler);
   app.post('/late-urlencoded', optional, express.urlencoded(), handler);
+  // body-parser 1.x (and Express 4-era middleware) sets `req.body = {}` on a body it skips.
+  const presetBody: express.RequestHandler = (req, _res, next) => {
+    req.body ??= {};
+    next();
+  };
+  app.post('/preset-late', presetBody, optional, express.urlencoded(), handler);
   // The right order: a body of a type the parser skips is still unread.
   app.post('/parsed', express.json(), optional, handler);
   // No body spec: the gate has no reason to look at the body.
@@ -52,6 +58,16 @@ describe('an unparsed body on a route with optional body specs', () => {
     expect(json.body).toEqual(missing);
     const form = await supertest(app)
       .post('/late-urlencoded')
+      .type('form')
+      .send('to=../../../etc/cron.d/x');
+    expect(form.status).toBe(403);
+    expect(form.body).toEqual(missing);
+    expect(calls).toBe(0);
+  });
+
+  it('a req.body set before the gate with the body still unread is no parsed body', async () => {
+    const form = await supertest(app)
+      .post('/preset-late')
       .type('form')
       .send('to=../../../etc/cron.d/x');
     expect(form.status).toBe(403);
