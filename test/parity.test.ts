@@ -136,6 +136,30 @@ describe('where the frameworks read a request differently (README, "The same req
     }
   });
 
+  it("a Referrer header: Express's req.get('referer') reads it, so the Express gate checks it; Fastify's request.headers.referer is absent", async () => {
+    const routes: Route[] = [
+      { method: 'GET', url: '/ref', mode: 'read', paths: [{ headers: 'referer' }] },
+    ];
+    const referrer = await startApps({ policy, routes });
+    try {
+      const sent: Sent = { path: '/ref', headers: { referrer: 'docs/a' } };
+      const [fromFastify, fromExpress] = await Promise.all([
+        send(referrer.fastify.port, sent),
+        send(referrer.express.port, sent),
+      ]);
+      expect(fromFastify).toEqual({
+        status: 403,
+        body: denyBody({ reason: 'missing-path', label: 'headers.referer' }),
+      });
+      expect(fromExpress).toEqual({
+        status: 200,
+        body: { pathgate: expect.objectContaining({ headers: { referer: `${ROOT}/docs/a` } }) },
+      });
+    } finally {
+      await referrer.close();
+    }
+  });
+
   it.each([
     ['an empty wildcard', '/files/', [403, 404]],
     ['another case', '/DOC/report.pdf', [404, 200]],
