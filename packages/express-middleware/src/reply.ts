@@ -79,6 +79,8 @@ function watchLateAnswers(res: Response, begun: () => void, call: () => unknown)
 export function makeDeny(settings: Settings): Deny {
   return function deny(denial, req, res, next) {
     const { reportOnly, onDeny } = settings;
+    // Headers an earlier middleware sent (an event stream) are no answer of onDeny's.
+    const sentBefore = res.headersSent;
     if (!reportOnly) closeIfBodyPending(req, res, settings);
     let late = false;
     const begun = () => {
@@ -89,13 +91,14 @@ export function makeDeny(settings: Settings): Deny {
       logFailed(settings, req),
       res,
     );
-    const answered = late || res.headersSent;
+    const answered = late || res.writableEnded || (res.headersSent && !sentBefore);
     if (reportOnly) {
       logReportOnly(settings, denial, req);
       return !answered;
     }
     if (answered) return false; // onDeny answered itself
-    if (settings.errors === 'next') next(new PathgateDeniedError(denial));
+    // No 403 can follow sent headers: the error handler ends the request (Express's closes the connection).
+    if (settings.errors === 'next' || sentBefore) next(new PathgateDeniedError(denial));
     else res.status(403).json(shaped ?? denyBody(denial));
     return false;
   };

@@ -280,3 +280,48 @@ describe('two gates of two policies on one route', () => {
     expect(calls()).toBe(1);
   });
 });
+
+describe('a gate after a middleware that sent the headers (an event stream)', () => {
+  /** Starts a 200 event stream, as a server-sent events route does before its checks. */
+  const startStream = (_req: Request, res: Response, next: NextFunction) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: open\n\n');
+    next();
+  };
+
+  it('report-only: the deny is logged and the handler still runs (no hang)', async () => {
+    const logged: unknown[] = [];
+    const watching = pathgate({
+      root: ROOT,
+      fs: ['docs/**'],
+      reportOnly: true,
+      log: (entry) => logged.push(entry.event),
+    });
+    const app = express();
+    app.get('/events', startStream, watching.read({ query: 'p' }), (_req, res) => {
+      res.end('data: handled\n\n');
+    });
+    const res = await withServed(app, (s) => request(s.port, 'GET', '/events?p=../x'));
+    expect(res.text).toBe('data: open\n\ndata: handled\n\n');
+    expect(logged).toEqual(['report-only']);
+  });
+
+  it('enforced: no 403 can go out, so the deny goes to the error handler (the default one closes the connection)', async () => {
+    const errors: unknown[] = [];
+    const app = express();
+    app.get('/events', startStream, gate.read({ query: 'p' }), (_req, res) => {
+      res.end('data: handled\n\n');
+    });
+    app.use(((error, _req, _res, next) => {
+      errors.push(error);
+      next(error);
+    }) as ErrorRequestHandler);
+    const res = await withServed(app, (s) =>
+      request(s.port, 'GET', '/events?p=../x').catch((error: Error) => error.message),
+    );
+    expect(res).toBe('aborted');
+    expect(errors).toEqual([
+      expect.objectContaining({ status: 403, label: 'query.p', reason: 'path-not-in-allowlist' }),
+    ]);
+  });
+});
