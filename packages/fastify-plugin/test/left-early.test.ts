@@ -1,0 +1,131 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import pathgate from '../src/index.js';
+import { denied, filesIn, listen, newApp, postMultipart, type RawPart, sandbox } from './helpers.js';
+import { RULES, store } from './multipart-server.js';
+
+// A handler that leaves a files() or parts() loop early (break, return, a
+// throw) never lets the iteration reach its end, where the required file
+// specs are checked: the loop's exit checks them against the parts handed
+// out so far, as the Express adapter answers a body that lacks one.
+
+const part = (field: string, filename: string): RawPart => ({
+  disposition: `name="${field}"; filename="${filename}"`,
+  contentType: 'application/octet-stream',
+  data: `${field} bytes`,
+});
+const AVATAR = part('avatar', 'a.png');
+const DOC = part('doc', 'd.txt');
+const NOTE: RawPart = { disposition: 'name="note"', data: 'hello' };
+
+type Iterate = (request: FastifyRequest) => AsyncIterable<MultipartFile | { type: 'field' }>;
+const ITERATIONS: readonly (readonly [string, Iterate])[] = [
+  ['files()', (request) => request.files()],
+  ['parts()', (request) => request.parts()],
+];
+
+/** What the handler does with the loop: how many files it stores, and how it leaves. */
+type Leave = 'break' | 'return' | 'throw' | 'finish';
+
+/** The handler's own error, thrown inside the loop. */
+const teapot = () => Object.assign(new Error('the handler gave up'), { statusCode: 418 });
+
+async function serve(
+  iterate: Iterate,
+  { doc = 'required', reportOnly = false } = {},
+): Promise<{
+  root: string;
+  port: number;
+  after: () => number;
+  reports: () => { label?: string; reason?: string }[];
+}> {
+  const root = sandbox();
+  const lines: { msg: string; pathgate?: { label: string; reason: string } }[] = [];
+  const app = newApp({
+    logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+  });
+  await app.register(pathgate, { root, fs: RULES, reportOnly });
+  await app.register(multipart);
+  const paths = [
+    { file: 'avatar', under: 'uploads' },
+    { file: 'doc', under: 'uploads', optional: doc === 'optional' },
+  ] as const;
+  let after = 0;
+  app.post<{ Params: { leave: Leave; keep: string } }>(
+    '/:leave/:keep',
+    { config: { pathgate: { mode: 'write', paths } } },
+    async (request) => {
+      const { leave } = request.params;
+      const keep = Number(request.params.keep);
+      const stored: string[] = [];
+      for await (const p of iterate(request)) {
+        if (p.type !== 'file') continue;
+        stored.push(await store(p as MultipartFile));
+        if (stored.length < keep || leave === 'finish') continue;
+        if (leave === 'return') return { stored, left: 'return' };
+        if (leave === 'throw') throw teapot();
+        break;
+      }
+      after++;
+      return { stored };
+    },
+  );
+  const port = await listen(app);
+  const reports = () =>
+    lines
+      .filter((l) => l.msg === 'pathgate: would deny (report-only)')
+      .map((l) => ({ label: l.pathgate?.label, reason: l.pathgate?.reason }));
+  return { root, port, after: () => after, reports };
+}
+
+describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
+  it.each(['break', 'return'] as const)(
+    '%s after the first of two required files: the 403 the full iteration gives',
+    async (leave) => {
+      const s = await serve(iterate);
+      const full = await postMultipart(s.port, '/finish/1', [AVATAR, NOTE]);
+      expect(full).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+      const res = await postMultipart(s.port, `/${leave}/1`, [AVATAR, DOC]);
+      expect(res.status).toBe(403);
+      expect(res.text).toBe(full.text);
+      expect(s.after()).toBe(0);
+      // The handler's own write before its break is its own; pathgate left nothing behind.
+      expect(filesIn(s.root)).toEqual(['uploads/a.png']);
+    },
+  );
+
+  it('break once every required file was handed out: the handler answers', async () => {
+    const s = await serve(iterate);
+    const res = await postMultipart(s.port, '/break/2', [AVATAR, DOC, part('avatar', 'b.png')]);
+    expect(res).toMatchObject({
+      status: 200,
+      json: { stored: [`${s.root}/uploads/a.png`, `${s.root}/uploads/d.txt`] },
+    });
+    expect(s.after()).toBe(1);
+    expect(filesIn(s.root)).toEqual(['uploads/a.png', 'uploads/d.txt']);
+  });
+
+  it('break before an optional file: the handler answers', async () => {
+    const s = await serve(iterate, { doc: 'optional' });
+    const res = await postMultipart(s.port, '/break/1', [AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/a.png`] } });
+    expect(s.after()).toBe(1);
+  });
+
+  it('report-only: break before a required file is reported once, and the handler answers', async () => {
+    const s = await serve(iterate, { reportOnly: true });
+    const res = await postMultipart(s.port, '/break/1', [AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/a.png`] } });
+    expect(s.after()).toBe(1);
+    expect(s.reports()).toEqual([{ label: 'file doc', reason: 'missing-path' }]);
+  });
+
+  it("the handler's own throw inside the loop: its error, not a deny", async () => {
+    const s = await serve(iterate);
+    const res = await postMultipart(s.port, '/throw/1', [AVATAR, DOC]);
+    expect(res.status).toBe(418);
+    expect(res.json).toMatchObject({ statusCode: 418, message: 'the handler gave up' });
+    expect(s.after()).toBe(0);
+  });
+});
