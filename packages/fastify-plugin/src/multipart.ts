@@ -178,14 +178,20 @@ class PartChecks {
     return true;
   }
 
-  /** A field: cut, on a route with body specs, it is a 413 (`refuseCut`). */
-  field(part: Part): void {
+  /**
+   * Whether to hand the part on: a file as `file` says; a field always,
+   * unless cut on a route with body specs (a 413, `refuseCut`).
+   */
+  take(part: Part): boolean {
+    if (part.type !== 'field') return this.file(part);
     if (this.state.guard.bodyLabel !== undefined) refuseCut(part);
+    return true;
   }
 
   /**
    * After the last part the caller gets (with `file()`, its only one, which
-   * a deny then refuses): every required file spec must have been met.
+   * a deny then refuses; with a loop left early, the one it stopped at):
+   * every required file spec must have been met.
    */
   end(handed?: Part): void {
     const result = this.state.guard.checkMissingFiles([
@@ -239,6 +245,38 @@ class PartChecks {
 }
 
 /**
+ * Hands on the parts `checks` lets through, then checks the required file
+ * specs. A caller that leaves its loop at a part (`break`, `return`, or a
+ * throw in the loop body) calls `return()`, which runs the `finally` with
+ * `handing` still set: the rest of the body is never read, so the same
+ * check runs against the parts handed out so far, and the loop's exit
+ * throws its deny. The three exits look alike from here; after a throw, the
+ * language keeps the caller's own error and drops this one.
+ */
+async function* checkedParts(
+  checks: PartChecks,
+  source: AsyncIterable<Part>,
+): AsyncGenerator<Part> {
+  checks.sticky();
+  let handing = false;
+  try {
+    for await (const part of clientErrors(source)) {
+      if (!checks.take(part)) continue;
+      handing = true;
+      yield part;
+      handing = false;
+    }
+  } catch (error) {
+    // Ours, or one a caller threw in (`throw()`): that error is the answer.
+    handing = false;
+    throw error;
+  } finally {
+    if (handing) checks.end();
+  }
+  checks.end();
+}
+
+/**
  * Throws `error`; a deny, once the answer `onDeny` sent itself has left: an
  * async `onSend` hook holds it back with `reply.sent` still false, and
  * Fastify would answer a deny thrown before with its error handler too,
@@ -272,15 +310,9 @@ export function guardMultipart(
   let saving = false;
   // A flag per iteration: a parts() loop of the handler's own that runs while
   // saveRequestFiles() does must throw its deny, not just end.
-  const guardedParts = async function* (options: unknown, forSave: boolean) {
+  const guarded = async function* (source: AsyncIterable<Part>, forSave: boolean) {
     try {
-      checks.sticky();
-      for await (const part of clientErrors(parts.call(request, options))) {
-        if (part.type === 'field') checks.field(part);
-        else if (!checks.file(part)) continue;
-        yield part;
-      }
-      checks.end();
+      yield* checkedParts(checks, source);
     } catch (error) {
       // Out of its loop, multipart would log the deny at `error` and remove
       // the spool (again after its onResponse hook): the loop ends instead,
@@ -289,19 +321,11 @@ export function guardMultipart(
     }
   };
   methods.parts = function pathgateParts(options) {
-    return guardedParts(options, saving);
+    return guarded(parts.call(request, options), saving);
   };
   if (typeof files === 'function') {
-    methods.files = async function* pathgateFiles(options) {
-      try {
-        checks.sticky();
-        for await (const part of clientErrors(files.call(request, options))) {
-          if (checks.file(part)) yield part;
-        }
-        checks.end();
-      } catch (error) {
-        await throwAfterAnswer(reply, error);
-      }
+    methods.files = function pathgateFiles(options) {
+      return guarded(files.call(request, options), false);
     };
   }
   if (typeof file === 'function') {

@@ -1,8 +1,16 @@
 import multipart, { type MultipartFile } from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate from '../src/index.js';
-import { denied, filesIn, listen, newApp, postMultipart, type RawPart, sandbox } from './helpers.js';
+import {
+  denied,
+  filesIn,
+  listen,
+  newApp,
+  postMultipart,
+  type RawPart,
+  sandbox,
+} from './helpers.js';
 import { RULES, store } from './multipart-server.js';
 
 // A handler that leaves a files() or parts() loop early (break, return, a
@@ -31,13 +39,21 @@ type Leave = 'break' | 'return' | 'throw' | 'finish';
 /** The handler's own error, thrown inside the loop. */
 const teapot = () => Object.assign(new Error('the handler gave up'), { statusCode: 418 });
 
+interface ServeOptions {
+  doc?: 'required' | 'optional';
+  reportOnly?: boolean;
+  /** onDeny answers the request itself, with a 451. */
+  answers?: boolean;
+}
+
 async function serve(
   iterate: Iterate,
-  { doc = 'required', reportOnly = false } = {},
+  { doc = 'required', reportOnly = false, answers = false }: ServeOptions = {},
 ): Promise<{
   root: string;
   port: number;
   after: () => number;
+  denies: string[];
   reports: () => { label?: string; reason?: string }[];
 }> {
   const root = sandbox();
@@ -45,7 +61,12 @@ async function serve(
   const app = newApp({
     logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
   });
-  await app.register(pathgate, { root, fs: RULES, reportOnly });
+  const denies: string[] = [];
+  const onDeny = (denial: { label: string }, _request: unknown, reply: FastifyReply) => {
+    denies.push(denial.label);
+    if (answers) return reply.code(451).send({ answered: 'by onDeny' });
+  };
+  await app.register(pathgate, { root, fs: RULES, reportOnly, onDeny });
   await app.register(multipart);
   const paths = [
     { file: 'avatar', under: 'uploads' },
@@ -76,7 +97,7 @@ async function serve(
     lines
       .filter((l) => l.msg === 'pathgate: would deny (report-only)')
       .map((l) => ({ label: l.pathgate?.label, reason: l.pathgate?.reason }));
-  return { root, port, after: () => after, reports };
+  return { root, port, after: () => after, denies, reports };
 }
 
 describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
@@ -90,6 +111,7 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
       expect(res.status).toBe(403);
       expect(res.text).toBe(full.text);
       expect(s.after()).toBe(0);
+      expect(s.denies).toEqual(['file doc', 'file doc']);
       // The handler's own write before its break is its own; pathgate left nothing behind.
       expect(filesIn(s.root)).toEqual(['uploads/a.png']);
     },
@@ -127,5 +149,86 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
     expect(res.status).toBe(418);
     expect(res.json).toMatchObject({ statusCode: 418, message: 'the handler gave up' });
     expect(s.after()).toBe(0);
+    // The exit looks like a break from the iterator: the deny is still seen.
+    expect(s.denies).toEqual(['file doc']);
+  });
+
+  it('an onDeny that answers itself answers a loop left early, even by a throw', async () => {
+    const s = await serve(iterate, { answers: true });
+    for (const leave of ['break', 'throw']) {
+      const res = await postMultipart(s.port, `/${leave}/1`, [AVATAR, DOC]);
+      expect([leave, res.status, res.json]).toEqual([leave, 451, { answered: 'by onDeny' }]);
+    }
+    expect(s.after()).toBe(0);
+  });
+});
+
+describe('parts() with fields, attachFieldsToBody', () => {
+  const paths = [
+    { file: 'avatar', under: 'uploads' },
+    { file: 'doc', under: 'uploads' },
+  ] as const;
+  const config = { config: { pathgate: { mode: 'write', paths } } } as const;
+
+  it('break at a field, before any file: both required files are missing, the first is named', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
+    let after = 0;
+    app.post('/note', config, async (request) => {
+      let note: unknown;
+      for await (const p of request.parts()) {
+        if (p.type === 'field') note = p.value;
+        break;
+      }
+      after++;
+      return { note };
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/note', [NOTE, AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 403, json: denied('file avatar', 'missing-path') });
+    expect(after).toBe(0);
+    expect(filesIn(root)).toEqual([]);
+  });
+
+  it('a throw thrown into the iterator (throw()) stays the answer', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
+    app.post('/inject', config, async (request) => {
+      const parts = request.files()[Symbol.asyncIterator]();
+      await parts.next();
+      await parts.throw?.(teapot());
+      return 'not reached';
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/inject', [AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 418, json: { message: 'the handler gave up' } });
+  });
+
+  it('attachFieldsToBody: an onFile that throws on the first file keeps its error', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    let seen = 0;
+    await app.register(multipart, {
+      attachFieldsToBody: true,
+      async onFile() {
+        seen++;
+        throw teapot();
+      },
+    });
+    let calls = 0;
+    app.post('/attach', config, async () => {
+      calls++;
+      return 'ran';
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/attach', [AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 418, json: { message: 'the handler gave up' } });
+    expect([seen, calls]).toEqual([1, 0]);
+    expect(filesIn(root)).toEqual([]);
   });
 });
