@@ -12,7 +12,8 @@ import { denied, listen, newApp, postMultipart, request, sandbox } from './helpe
 // An onDeny that answers through a method whose `send` comes on a later turn,
 // after onDeny returned: @fastify/view's `reply.view()` (renders first),
 // @fastify/static's `reply.sendFile()` and `reply.download()` (stat the file
-// first). Pathgate must see that answer begun and send no 403 of its own: the
+// first), Fastify's `reply.callNotFound()` (runs the not-found handler's
+// hooks first). Pathgate must see that answer begun and send no 403 of its own: the
 // client gets the app's answer, the handler does not run, and Fastify logs no
 // "Reply was already sent" for the answer that came second.
 
@@ -30,6 +31,8 @@ const ANSWERS: [string, Answer][] = [
   ['reply.view()', (reply) => reply.code(451).view('denied.eta', { what: 'denied' })],
   ['reply.sendFile()', (reply) => reply.code(451).sendFile('denied.html')],
   ['reply.download()', (reply) => reply.code(451).download('denied.html')],
+  // The not-found handler answers once its own (async) preHandler ran.
+  ['reply.callNotFound()', (reply) => reply.callNotFound()],
 ];
 
 /** The app's templates and static files, outside the sandbox pathgate guards. */
@@ -49,6 +52,9 @@ async function serve(answer: Answer, reportOnly: boolean) {
   await app.register(view, { engine: { eta: new Eta() }, templates: dir });
   await app.register(fastifyStatic, { root: dir, serve: false });
   await app.register(multipart, { preservePath: true });
+  app.setNotFoundHandler({ preHandler: async () => {} }, async (_request, reply) =>
+    reply.code(451).type('text/html').send('<p>denied</p>'),
+  );
   await app.register(pathgate, {
     root: sandbox(),
     fs: ['./public/**', 'rw:./uploads/**'],
