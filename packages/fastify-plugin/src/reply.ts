@@ -46,12 +46,13 @@ export function answered(reply: FastifyReply): boolean {
 
 /**
  * The methods that begin an answer: `send`, which every answer goes through
- * (`redirect` too), and the decorators that call it on a later turn, after
- * `onDeny` returned: @fastify/view's `view` (renders first), @fastify/static's
+ * (`redirect` too), and those that call it on a later turn, after `onDeny`
+ * returned: Fastify's `callNotFound` (runs the not-found handler's hooks
+ * first), @fastify/view's `view` (renders first), @fastify/static's
  * `sendFile` and `download` (stat the file first). One the app did not
  * decorate is skipped. `hijack()` needs none: it makes `reply.sent` true.
  */
-const ANSWERS = ['send', 'view', 'sendFile', 'download'];
+const ANSWERS = ['send', 'callNotFound', 'view', 'sendFile', 'download'];
 
 /** Calls `onDeny`, noting whether it began an answer (`ANSWERS`). */
 function callOnDeny(
