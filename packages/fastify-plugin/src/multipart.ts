@@ -189,9 +189,9 @@ class PartChecks {
   }
 
   /**
-   * After the last part the caller gets (with `file()`, its only one, which
-   * a deny then refuses; with a loop left early, the one it stopped at):
-   * every required file spec must have been met.
+   * After the last part the caller gets, or once its loop is left early:
+   * every required file spec must have been met. `handed` is `file()`'s
+   * one part, which a deny then refuses unread.
    */
   end(handed?: Part): void {
     const result = this.state.guard.checkMissingFiles([
