@@ -54,6 +54,7 @@ export interface Got {
   status: number;
   type: string;
   text: string;
+  headers: http.IncomingHttpHeaders;
 }
 
 export function send(port: number, sent: Sent): Promise<Got> {
@@ -88,7 +89,7 @@ function request(port: number, sent: Sent): { req: http.ClientRequest; got: Prom
   const got = new Promise<Got>((resolve, reject) => {
     req.on('response', (res) => {
       readAnswer(res).then(({ status, headers, text }) => {
-        resolve({ status, type: String(headers['content-type'] ?? ''), text });
+        resolve({ status, type: String(headers['content-type'] ?? ''), text, headers });
       }, reject);
     });
     req.on('error', reject);

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { EXAMPLES, postJson, send } from './examples.js';
+import { startedForSuite } from './fixture.js';
+
+// Requests at the edges of what the frameworks themselves read, before any
+// path reaches pathgate: conditional headers, large and poisoned JSON bodies,
+// a path that does not decode. Both examples must answer each alike, as
+// Fastify does by default.
+
+const PUBLIC_ENTRIES = {
+  entries: [
+    { name: 'docs', type: 'dir', size: 0 },
+    { name: 'readme.txt', type: 'file', size: 45 },
+  ],
+};
+
+const failed = (statusCode: number, error: string, message: string) => ({
+  statusCode,
+  error,
+  message,
+});
+
+/** A move of a missing file, its body padded to `bytes` with a field no route reads. */
+const paddedMove = (bytes: number) => {
+  const head = '{"from":"uploads/nope.txt","to":"uploads/y.txt","pad":"';
+  return postJson('/api/move', `${head}${'x'.repeat(bytes - head.length - 2)}"}`);
+};
+
+describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (example) => {
+  const app = startedForSuite(example);
+
+  it('answers a conditional listing whole, with no validator to make one of', async () => {
+    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': 'W/"61-x"' }]) {
+      const got = await send(app.port, { path: '/api/list?dir=public', headers });
+      expect(got.status).toBe(200);
+      expect(JSON.parse(got.text)).toEqual(PUBLIC_ENTRIES);
+      expect(got.headers.etag).toBeUndefined();
+    }
+  });
+
+  it('answers a conditional page whole', async () => {
+    const got = await send(app.port, { path: '/', headers: { 'if-none-match': '*' } });
+    expect(got.status).toBe(200);
+    expect(got.text).toContain('<title>pathgate file API</title>');
+    expect(got.headers.etag).toBeUndefined();
+  });
+
+  it('reads a JSON body up to 1 MiB, and refuses a larger one with 413', async () => {
+    const read = await send(app.port, paddedMove(1024 * 1024));
+    expect([read.status, JSON.parse(read.text)]).toEqual([
+      404,
+      failed(404, 'Not Found', 'no such file or folder'),
+    ]);
+    const refused = await send(app.port, paddedMove(1024 * 1024 + 1));
+    expect([refused.status, JSON.parse(refused.text)]).toEqual([
+      413,
+      failed(413, 'Payload Too Large', 'payload too large'),
+    ]);
+  });
+
+  it.each([
+    ['a __proto__ key', '{"__proto__":{"from":"uploads/hello.txt"},"to":"uploads/y.txt"}'],
+    ['an escaped __proto__ key', '{"\\u005f_proto__":{},"from":"uploads/hello.txt","to":"uploads/y.txt"}'],
+    ['a constructor.prototype', '{"from":"uploads/hello.txt","to":"uploads/y.txt","x":{"constructor":{"prototype":{}}}}'],
+  ])('refuses a JSON body with %s as a bad request, moving nothing', async (_name, json) => {
+    const got = await send(app.port, postJson('/api/move', json));
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      400,
+      failed(400, 'Bad Request', 'bad request'),
+    ]);
+    const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
+    expect(kept.status).toBe(200);
+  });
+
+  it.each([
+    '/files/uploads/%E0%A4%A',
+    '/files/%',
+    '/files/uploads/%ff',
+  ])('answers a path that does not decode (%s) with a bare 400 that does not echo it', async (path) => {
+    const got = await send(app.port, { path });
+    expect(got.status).toBe(400);
+    expect(got.type).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(got.text)).toEqual(failed(400, 'Bad Request', 'bad request'));
+  });
+});
