@@ -24,9 +24,27 @@ const FILES = '/files/{*"*"}';
 /** Methods Fastify reads no body for, whatever the request carries. */
 const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
 
-/** JSON bodies read as Fastify reads them: any JSON value is accepted (pathgate judges it), an empty body is a 400. */
+/**
+ * A key Fastify's JSON parser refuses (`onProtoPoisoning`, `onConstructorPoisoning`:
+ * 'error'): `__proto__`, or a `constructor` holding a `prototype`, at any depth.
+ */
+function refusePoison(key: string, value: unknown): unknown {
+  const poisoned =
+    key === '__proto__' ||
+    (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype'));
+  if (poisoned) throw new FileApiError(400, 'bad request');
+  return value;
+}
+
+/**
+ * JSON bodies read as Fastify reads them: any JSON value is accepted (pathgate
+ * judges it), up to its 1 MiB `bodyLimit`; an empty body, or one with a
+ * poisoned key, is a 400.
+ */
 const jsonBody = express.json({
   strict: false,
+  limit: 1024 * 1024,
+  reviver: refusePoison,
   verify: (_req, _res, body) => {
     if (body.length === 0) throw new FileApiError(400, 'bad request');
   },
@@ -67,6 +85,11 @@ export function buildApp(root: string): Express {
 
   const app = express();
   app.disable('x-powered-by');
+  // Fastify sends no ETag and answers every GET whole; Express would answer a
+  // listing or the page 304 to a matching ETag, or to `If-None-Match: *` even
+  // with ETags off, as its freshness check runs in res.send.
+  app.disable('etag');
+  Object.defineProperty(app.request, 'fresh', { get: () => false });
   app.use(readBody);
 
   app.get('/', (_req, res) => {
