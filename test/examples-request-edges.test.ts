@@ -60,8 +60,14 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
 
   it.each([
     ['a __proto__ key', '{"__proto__":{"from":"uploads/hello.txt"},"to":"uploads/y.txt"}'],
-    ['an escaped __proto__ key', '{"\\u005f_proto__":{},"from":"uploads/hello.txt","to":"uploads/y.txt"}'],
-    ['a constructor.prototype', '{"from":"uploads/hello.txt","to":"uploads/y.txt","x":{"constructor":{"prototype":{}}}}'],
+    [
+      'an escaped __proto__ key',
+      '{"\\u005f_proto__":{},"from":"uploads/hello.txt","to":"uploads/y.txt"}',
+    ],
+    [
+      'a constructor.prototype',
+      '{"from":"uploads/hello.txt","to":"uploads/y.txt","x":{"constructor":{"prototype":{}}}}',
+    ],
   ])('refuses a JSON body with %s as a bad request, moving nothing', async (_name, json) => {
     const got = await send(app.port, postJson('/api/move', json));
     expect([got.status, JSON.parse(got.text)]).toEqual([
@@ -72,14 +78,13 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     expect(kept.status).toBe(200);
   });
 
-  it.each([
-    '/files/uploads/%E0%A4%A',
-    '/files/%',
-    '/files/uploads/%ff',
-  ])('answers a path that does not decode (%s) with a bare 400 that does not echo it', async (path) => {
-    const got = await send(app.port, { path });
-    expect(got.status).toBe(400);
-    expect(got.type).toBe('application/json; charset=utf-8');
-    expect(JSON.parse(got.text)).toEqual(failed(400, 'Bad Request', 'bad request'));
-  });
+  it.each(['/files/uploads/%E0%A4%A', '/files/%', '/files/uploads/%ff'])(
+    'answers a path that does not decode (%s) with a bare 400 that does not echo it',
+    async (path) => {
+      const got = await send(app.port, { path });
+      expect(got.status).toBe(400);
+      expect(got.type).toBe('application/json; charset=utf-8');
+      expect(JSON.parse(got.text)).toEqual(failed(400, 'Bad Request', 'bad request'));
+    },
+  );
 });

@@ -31,7 +31,10 @@ const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
 function refusePoison(key: string, value: unknown): unknown {
   const poisoned =
     key === '__proto__' ||
-    (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype'));
+    (key === 'constructor' &&
+      typeof value === 'object' &&
+      value !== null &&
+      Object.hasOwn(value, 'prototype'));
   if (poisoned) throw new FileApiError(400, 'bad request');
   return value;
 }

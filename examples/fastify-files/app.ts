@@ -4,16 +4,34 @@
 import multipart from '@fastify/multipart';
 import { denyBody, resolveSymlinks } from '@pathgate/core';
 import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fastify';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '../shared/files.js';
 import { RealRoot } from '../shared/real-root.js';
-import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
+import {
+  downloadHeaders,
+  type ErrorBody,
+  errorBody,
+  indexPage,
+  NOT_FOUND,
+  shownPath,
+} from '../shared/replies.js';
 import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
+/** An error's body, in JSON also where a download set its own type before its file failed. */
+function sendError(reply: FastifyReply, body: ErrorBody): FastifyReply {
+  return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
+}
+
 export async function buildApp(root: string): Promise<FastifyInstance> {
-  const app = Fastify({ requestTimeout: REQUEST_TIMEOUT_MS });
+  const app = Fastify({
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    // A URL that does not decode (FST_ERR_BAD_URL) is answered before any
+    // route or error handler, with a message that echoes it: the same bare
+    // 400 as the Express example instead.
+    frameworkErrors: (error, _request, reply) => sendError(reply, errorBody(error)),
+  });
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   await app.register(pathgate, { root, fs: RULES, resolve: resolveSymlinks });
   // preservePath: busboy would strip `../../x` to `x`, and the policy would judge another name.
@@ -104,8 +122,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     const body = errorBody(error);
     // A client that hung up mid-request is no fault of the server's: nothing to log.
     if (body.statusCode === 500 && !request.raw.destroyed) console.error(error);
-    // JSON, also where a download set its own type before its file failed.
-    return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
+    return sendError(reply, body);
   });
 
   return app;
