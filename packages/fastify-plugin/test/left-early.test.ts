@@ -16,7 +16,8 @@ import { RULES, store } from './multipart-server.js';
 // A handler that leaves a files() or parts() loop early (break, return, a
 // throw) never lets the iteration reach its end, where the required file
 // specs are checked: the loop's exit checks them against the parts handed
-// out so far, as the Express adapter answers a body that lacks one.
+// out so far, as the Express adapter answers a body that lacks one. An
+// iterator advanced by hand and dropped gets the same check as the answer leaves.
 
 const part = (field: string, filename: string): RawPart => ({
   disposition: `name="${field}"; filename="${filename}"`,
@@ -33,8 +34,11 @@ const ITERATIONS: readonly (readonly [string, Iterate])[] = [
   ['parts()', (request) => request.parts()],
 ];
 
-/** What the handler does with the loop: how many files it stores, and how it leaves. */
-type Leave = 'break' | 'return' | 'throw' | 'finish';
+/**
+ * What the handler does with the loop: how many files it stores, and how it
+ * leaves. `drop`: no loop, `next()` by hand, then the iterator is dropped.
+ */
+type Leave = 'break' | 'return' | 'throw' | 'finish' | 'drop';
 
 /** The handler's own error, thrown inside the loop. */
 const teapot = () => Object.assign(new Error('the handler gave up'), { statusCode: 418 });
@@ -80,6 +84,14 @@ async function serve(
       const { leave } = request.params;
       const keep = Number(request.params.keep);
       const stored: string[] = [];
+      if (leave === 'drop') {
+        const parts = iterate(request)[Symbol.asyncIterator]();
+        while (stored.length < keep) {
+          stored.push(await store((await parts.next()).value as MultipartFile));
+        }
+        after++;
+        return { stored };
+      }
       for await (const p of iterate(request)) {
         if (p.type !== 'file') continue;
         stored.push(await store(p as MultipartFile));
@@ -153,13 +165,53 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
     expect(s.denies).toEqual(['file doc']);
   });
 
-  it('an onDeny that answers itself answers a loop left early, even by a throw', async () => {
+  it('an onDeny that answers itself answers a loop left early, even by a throw or a drop', async () => {
     const s = await serve(iterate, { answers: true });
-    for (const leave of ['break', 'throw']) {
+    for (const leave of ['break', 'throw', 'drop']) {
       const res = await postMultipart(s.port, `/${leave}/1`, [AVATAR, DOC]);
       expect([leave, res.status, res.json]).toEqual([leave, 451, { answered: 'by onDeny' }]);
     }
-    expect(s.after()).toBe(0);
+    expect(s.after()).toBe(1); // the drop's handler returned; onDeny's answer went out instead
+    expect(s.denies).toEqual(['file doc', 'file doc', 'file doc']);
+  });
+
+  it('an iterator advanced by hand and dropped before a required file: the 403 the full iteration gives', async () => {
+    const s = await serve(iterate);
+    const full = await postMultipart(s.port, '/finish/1', [AVATAR]);
+    expect(full).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+    for (const body of [[AVATAR], [AVATAR, DOC]]) {
+      const res = await postMultipart(s.port, '/drop/1', body);
+      expect(res.status).toBe(403);
+      expect(res.text).toBe(full.text);
+    }
+    expect(s.after()).toBe(2); // the handler ran to its end: its answer is what changed
+    expect(s.denies).toEqual(['file doc', 'file doc', 'file doc']);
+    expect(filesIn(s.root)).toEqual(['uploads/a.png']);
+  });
+
+  it('dropped once every required file was handed out: the handler answers', async () => {
+    const s = await serve(iterate);
+    const res = await postMultipart(s.port, '/drop/2', [AVATAR, DOC, part('avatar', 'b.png')]);
+    expect(res).toMatchObject({
+      status: 200,
+      json: { stored: [`${s.root}/uploads/a.png`, `${s.root}/uploads/d.txt`] },
+    });
+    expect(s.denies).toEqual([]);
+  });
+
+  it('report-only: dropped before a required file is reported once, and the handler answers', async () => {
+    const s = await serve(iterate, { reportOnly: true });
+    const res = await postMultipart(s.port, '/drop/1', [AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/a.png`] } });
+    expect(s.reports()).toEqual([{ label: 'file doc', reason: 'missing-path' }]);
+    expect(s.denies).toEqual(['file doc']);
+  });
+
+  it('report-only: a loop run to its end is reported once, not again as the answer leaves', async () => {
+    const s = await serve(iterate, { reportOnly: true });
+    const res = await postMultipart(s.port, '/finish/1', [AVATAR]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/a.png`] } });
+    expect(s.reports()).toEqual([{ label: 'file doc', reason: 'missing-path' }]);
   });
 });
 
@@ -208,7 +260,7 @@ describe('parts() with fields, attachFieldsToBody', () => {
     expect(res).toMatchObject({ status: 418, json: { message: 'the handler gave up' } });
   });
 
-  it('an iterator advanced by hand and dropped: nothing left to check at, the handler answers', async () => {
+  it('an iterator advanced by hand and dropped: the answer checks the required files', async () => {
     const root = sandbox();
     const app = newApp();
     await app.register(pathgate, { root, fs: RULES });
@@ -218,9 +270,8 @@ describe('parts() with fields, attachFieldsToBody', () => {
       return { got: (first.value as MultipartFile).filename };
     });
     const port = await listen(app);
-    // The README's known limit: no loop exit and no last part, so the missing doc is never seen.
     const res = await postMultipart(port, '/by-hand', [AVATAR]);
-    expect(res).toMatchObject({ status: 200, json: { got: 'a.png' } });
+    expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
   });
 
   it('attachFieldsToBody: an onFile that throws on the first file keeps its error', async () => {
