@@ -1,4 +1,4 @@
-import { type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
+import { type GuardResult, type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
@@ -134,6 +134,12 @@ class PartChecks {
   private readonly unchecked: { field: string }[] = [];
   /** Report-only: the labels of the file specs already reported in this request. */
   private readonly reported = new Set<string>();
+  /** `files()`/`parts()` iterations begun and not left: one the handler dropped stays counted. */
+  private open = 0;
+  /** `end` checked the required files: a dropped iteration needs no check of its own. */
+  private ended = false;
+  /** `dropped` checked them as the answer left: the last check, whatever comes after. */
+  private droppedChecked = false;
 
   constructor(
     private readonly request: FastifyRequest,
@@ -194,11 +200,39 @@ class PartChecks {
    * one part, which a deny then refuses unread.
    */
   end(handed?: Part): void {
-    const result = this.state.guard.checkMissingFiles([
-      ...this.state.info.files,
-      ...this.unchecked,
-    ]);
+    // An iteration that was awaiting a part as the answer left: checked then (`dropped`).
+    if (this.droppedChecked) return;
+    this.ended = true;
+    const result = this.missing();
     if (!result.ok) this.deny(result.denial, handed);
+  }
+
+  private missing(): GuardResult {
+    return this.state.guard.checkMissingFiles([...this.state.info.files, ...this.unchecked]);
+  }
+
+  /** An iteration begins (`leave`: it finished, was returned, or failed). */
+  enter(): void {
+    this.open++;
+  }
+
+  leave(): void {
+    this.open--;
+  }
+
+  /**
+   * As the answer leaves, once: an iteration the handler advanced by hand
+   * and dropped (neither finished nor returned) never reached `end`, so
+   * the required files it would have checked are checked now, against the
+   * parts handed out. Nothing when some `end` checked them already, or a
+   * deny was thrown; `onSend` answers what is returned.
+   */
+  dropped(): PathDenial | undefined {
+    if (this.open === 0 || this.ended || this.droppedChecked) return undefined;
+    if (this.state.refused !== undefined) return undefined;
+    this.droppedChecked = true;
+    const result = this.missing();
+    return result.ok ? undefined : result.denial;
   }
 
   /**
@@ -251,13 +285,16 @@ class PartChecks {
  * `handing` still set: the rest of the body is never read, so the same
  * check runs against the parts handed out so far, and the loop's exit
  * throws its deny. The three exits look alike from here; after a throw, the
- * language keeps the caller's own error and drops this one.
+ * language keeps the caller's own error and drops this one. An iterator
+ * dropped at a part, with no `return()`, is checked as the answer leaves
+ * (`PartChecks.dropped`).
  */
 async function* checkedParts(
   checks: PartChecks,
   source: AsyncIterable<Part>,
 ): AsyncGenerator<Part> {
   checks.sticky();
+  checks.enter();
   let handing = false;
   try {
     for await (const part of clientErrors(source)) {
@@ -271,6 +308,7 @@ async function* checkedParts(
     handing = false;
     throw error;
   } finally {
+    checks.leave();
     if (handing) checks.end();
   }
   checks.end();
@@ -306,6 +344,7 @@ export function guardMultipart(
   const { parts, files, file, saveRequestFiles } = methods;
   if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
   const checks = new PartChecks(request, reply, state, settings);
+  state.droppedDenial = () => checks.dropped();
   /** `saveRequestFiles()` is making its own `parts()` iteration. */
   let saving = false;
   // A flag per iteration: a parts() loop of the handler's own that runs while

@@ -3,7 +3,7 @@ import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
-import { stateOf } from './request-state.js';
+import { type RequestState, stateOf } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -116,6 +116,37 @@ export function sendDenial(
   return true;
 }
 
+const ANSWERED = Symbol('answered by onDeny');
+
+/**
+ * In `onSend`: the deny of an iteration the handler dropped before a required
+ * file (`PartChecks.dropped`) becomes the answer, the 403 body a full
+ * iteration's deny gets (with the default error handler). Returns that body,
+ * serialized; undefined in report-only mode (the answer goes out as it is);
+ * `ANSWERED` when `onDeny` answered the request itself.
+ */
+function denyDropped(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  state: RequestState,
+  denial: PathDenial,
+  settings: PathgateSettings,
+  payload: unknown,
+): string | undefined | typeof ANSWERED {
+  const body = refuse(request, reply, denial, settings);
+  // Report-only goes on, unless onDeny answered: refused then, as if enforced.
+  if (answered(reply)) {
+    state.refused = denial;
+    return ANSWERED;
+  }
+  if (body === undefined) return undefined;
+  state.refused = denial;
+  // A stream the handler answered with is never read now: let go of what it holds (a file).
+  (payload as { destroy?: () => unknown } | null)?.destroy?.();
+  reply.code(403).type(JSON_TYPE);
+  return JSON.stringify(body);
+}
+
 /** Fastify's own error body without a response schema: its four keys, no `reason`. */
 function isPlainDenyPayload(payload: string, message: string): boolean {
   let parsed: unknown;
@@ -195,6 +226,7 @@ function isDefaultDenyPayload(reply: FastifyReply, payload: unknown, denial: Pat
  * that exact default body (a custom error handler's own body is left
  * alone). Elsewhere a deny comes from a hook, which closes the connection
  * itself (`refuse`), and sends its body already serialized: nothing is thrown.
+ * And an iteration the handler dropped is checked now (`denyDropped`).
  *
  * `appWide`: the hook of the app-wide hooks, or a route's own; each acts
  * only on the requests its side started.
@@ -204,6 +236,14 @@ export function createOnSend(settings: PathgateSettings, appWide: boolean): onSe
     const state = stateOf(request);
     if (state === null || state.appWide !== appWide || !state.guard.expectsFiles) {
       return done(null, payload);
+    }
+    const dropped = state.droppedDenial?.();
+    if (dropped !== undefined) {
+      const answer = denyDropped(request, reply, state, dropped, settings, payload);
+      // onDeny answered the request itself: that send, under way, replaces this
+      // one, which stops here (`done` would write the response a second time).
+      if (answer === ANSWERED) return;
+      if (answer !== undefined) return done(null, answer);
     }
     closeIfBodyPending(request, reply, settings);
     const { refused, thrownBody } = state;

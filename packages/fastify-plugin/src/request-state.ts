@@ -20,6 +20,11 @@ export interface RequestState {
   refused: PathDenial | undefined;
   /** The 403 body of a deny thrown out of a multipart iteration, for `onSend`. */
   thrownBody: object | undefined;
+  /**
+   * For `onSend`, set where multipart is wrapped: the required files' deny
+   * of a `files()`/`parts()` iteration the handler dropped (`dropped`).
+   */
+  droppedDenial: (() => PathDenial | undefined) | undefined;
 }
 
 /** Decorated once (`null`), set on guarded routes by the first pathgate hook of the request. */
@@ -44,6 +49,7 @@ export function startState(
     checked: false,
     refused: undefined,
     thrownBody: undefined,
+    droppedDenial: undefined,
   };
   (request as StatefulRequest)[kState] = state;
   return state;

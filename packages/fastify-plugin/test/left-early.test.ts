@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -272,6 +273,24 @@ describe('parts() with fields, attachFieldsToBody', () => {
     const port = await listen(app);
     const res = await postMultipart(port, '/by-hand', [AVATAR]);
     expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+  });
+
+  it('dropped, then a stream answered: the 403 instead, and the stream is let go', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
+    const streams: Readable[] = [];
+    app.post('/stream', config, async (request) => {
+      await request.files()[Symbol.asyncIterator]().next();
+      const stream = Readable.from(['handler bytes']);
+      streams.push(stream);
+      return stream;
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/stream', [AVATAR]);
+    expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+    expect(streams.map((s) => s.destroyed)).toEqual([true]);
   });
 
   it('attachFieldsToBody: an onFile that throws on the first file keeps its error', async () => {
