@@ -140,6 +140,8 @@ class PartChecks {
   private ended = false;
   /** `dropped` checked them as the answer left: the last check, whatever comes after. */
   private droppedChecked = false;
+  /** A deny is being answered: `onDeny`'s own answer may pass `onSend` before `refused` is set. */
+  private denying = false;
 
   constructor(
     private readonly request: FastifyRequest,
@@ -228,7 +230,7 @@ class PartChecks {
    * deny was thrown; `onSend` answers what is returned.
    */
   dropped(): PathDenial | undefined {
-    if (this.open === 0 || this.ended || this.droppedChecked) return undefined;
+    if (this.open === 0 || this.ended || this.droppedChecked || this.denying) return undefined;
     if (this.state.refused !== undefined) return undefined;
     this.droppedChecked = true;
     const result = this.missing();
@@ -261,7 +263,13 @@ class PartChecks {
 
   private deny(denial: PathDenial, part?: Part): void {
     const sentBefore = answered(this.reply);
-    const body = refuse(this.request, this.reply, denial, this.settings);
+    this.denying = true;
+    let body: object | undefined;
+    try {
+      body = refuse(this.request, this.reply, denial, this.settings);
+    } finally {
+      this.denying = false;
+    }
     // Report-only: the part goes on, without a pathgatePath, unless the app's
     // onDeny answered the request itself: then no one is left to take it or a
     // later part, so it is refused as if enforced (saveRequestFiles() removes
