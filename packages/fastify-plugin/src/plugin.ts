@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { createAppWideHooks } from './hook.js';
+import { guardNotFoundHandlers } from './not-found.js';
 import { type PathgateOptions, readOptions } from './options.js';
 import { guardRoute, registeredBelow, routesMayEscape } from './reach.js';
 import { kState, stateOf } from './request-state.js';
@@ -26,17 +27,22 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
   const appWide = routesMayEscape(fastify);
   /** Contexts created after this registration: every route of theirs passed the onRoute hook. */
   const covered = new WeakSet<FastifyInstance>();
+  /** Guards a route that declares paths, seen by `context`'s `onRoute` hook or `setNotFoundHandler`. */
+  const guardDeclared = (route: RouteOptions, context: FastifyInstance) => {
+    const guard = guards.compileRoute(route);
+    if (guard === undefined) return;
+    // Only a route that multipart may parse pays for the hook that guards its fields.
+    guardRoute(route, guard, settings, context.hasRequestDecorator('parts'));
+    if (appWide) RouteGuards.markGuarded(route);
+  };
   // Routes declared from here on compile now (a bad declaration stops
   // startup) and get a guarded handler or route-level hooks closing over
   // their guard: routes without a declaration get neither, and pay nothing.
   fastify.addHook('onRoute', function pathgateOnRoute(this: FastifyInstance, route) {
     if (appWide && this !== fastify) covered.add(this);
-    const guard = guards.compileRoute(route);
-    if (guard === undefined) return;
-    // Only a route that multipart may parse pays for the hook that guards its fields.
-    guardRoute(route, guard, settings, this.hasRequestDecorator('parts'));
-    if (appWide) RouteGuards.markGuarded(route);
+    guardDeclared(route, this);
   });
+  guardNotFoundHandlers(fastify, guardDeclared);
   // A later plugin's onRoute hook can still change a declaration pathgate read.
   fastify.addHook('onReady', async () => guards.assertDeclarationsKept());
   // Routes declared earlier, or in contexts made earlier, are still guarded:

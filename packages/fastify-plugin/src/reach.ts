@@ -7,30 +7,58 @@ import type { PathgateSettings } from './options.js';
 const EMPTY_ROUTER = '(empty tree)';
 
 /**
- * Fastify's own list of a context's child contexts: internal (the symbol is
- * not exported), so it is looked up by its description, and
- * `test/route-config.test.ts` fails should it move. Undefined if it is not
+ * One of Fastify's internal values, looked up by its symbol's description
+ * (the symbols are not exported) along the context's prototype chain, where
+ * Fastify sets them: `test/route-config.test.ts` and `test/not-found.test.ts`
+ * fail should one move. `found` false if the symbol is not found.
+ */
+function internal(
+  fastify: FastifyInstance,
+  description: string,
+): { found: boolean; value?: unknown } {
+  for (
+    let object: object | null = fastify;
+    object !== null;
+    object = Object.getPrototypeOf(object)
+  ) {
+    const key = Object.getOwnPropertySymbols(object).find((s) => s.description === description);
+    if (key !== undefined)
+      return { found: true, value: (fastify as unknown as Record<symbol, unknown>)[key] };
+  }
+  return { found: false };
+}
+
+/**
+ * Fastify's own list of a context's child contexts. Undefined if it is not
  * found: the caller then assumes children exist.
  */
 function childContexts(fastify: FastifyInstance): readonly unknown[] | undefined {
-  const key = Object.getOwnPropertySymbols(fastify).find(
-    (symbol) => symbol.description === 'fastify.children',
-  );
-  const children =
-    key === undefined ? undefined : (fastify as unknown as Record<symbol, unknown>)[key];
-  return Array.isArray(children) ? children : undefined;
+  const { value } = internal(fastify, 'fastify.children');
+  return Array.isArray(value) ? value : undefined;
+}
+
+/**
+ * Whether a not-found handler was set in this context already (Fastify's
+ * flag that refuses a second one; a context without a prefix shares its
+ * parent's). A flag that cannot be found is taken as set.
+ */
+function notFoundHandlerSet(fastify: FastifyInstance): boolean {
+  const flag = internal(fastify, 'fastify.canSetNotFoundHandler');
+  return !flag.found || flag.value === false;
 }
 
 /**
  * Whether a route with a declaration could escape the plugin's `onRoute`
  * hook, which sees the routes declared from now on in this context and in
- * the contexts created from it afterwards. Two kinds could:
+ * the contexts created from it afterwards. Three kinds could:
  *
  * - a route already declared (at the root before the plugin, in a context
  *   registered earlier, or right after a `register()` that was not awaited):
  *   the router holds a route (any route: it cannot tell which declare one);
  * - a route declared later in a context that already exists: that context
- *   copied its `onRoute` hooks when it was made.
+ *   copied its `onRoute` hooks when it was made;
+ * - a not-found handler set already: `setNotFoundHandler` was not wrapped
+ *   then (see `guardNotFoundHandlers`).
  *
  * Either way the plugin also installs its app-wide hooks. A wrong "yes"
  * costs time on every request, a wrong "no" would leave routes unguarded:
@@ -39,7 +67,7 @@ function childContexts(fastify: FastifyInstance): readonly unknown[] | undefined
 export function routesMayEscape(fastify: FastifyInstance): boolean {
   if (fastify.printRoutes() !== EMPTY_ROUTER) return true;
   const children = childContexts(fastify);
-  return children === undefined || children.length > 0;
+  return children === undefined || children.length > 0 || notFoundHandlerSet(fastify);
 }
 
 /**

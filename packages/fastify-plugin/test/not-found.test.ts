@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import pathgate, { type RouteGuardOptions } from '../src/index.js';
+import { denied, newApp } from './helpers.js';
+
+// A not-found handler takes a `config` too (Fastify passes it to the
+// handler's context, though its types leave it out), but no `onRoute` hook
+// sees it: a `config.pathgate` there is guarded all the same, whatever the
+// registration order, and a bad one stops startup.
+
+const ROOT = '/srv/root';
+const READ_STAR: RouteGuardOptions = { mode: 'read', paths: [{ params: '*' }] };
+/** `setNotFoundHandler` typed with the `config` Fastify accepts. */
+type NotFoundOptions = Parameters<FastifyInstance['setNotFoundHandler']>[0] & {
+  config?: { pathgate: RouteGuardOptions };
+};
+
+const answer = async (request: FastifyRequest) => ({
+  params: request.params,
+  pathgate: request.pathgate?.params ?? null,
+});
+
+function declare(app: FastifyInstance, options: NotFoundOptions = {}): void {
+  app.setNotFoundHandler({ config: { pathgate: READ_STAR }, ...options }, answer);
+}
+
+async function expectGuarded(app: FastifyInstance, prefix = ''): Promise<void> {
+  const out = await app.inject({ url: `${prefix}/..%2F..%2Fetc%2Fpasswd` });
+  expect(out.json()).toEqual(denied('params.*', 'path-not-in-allowlist'));
+  expect(out.statusCode).toBe(403);
+  const ok = await app.inject({ url: `${prefix}/docs/a` });
+  expect(ok.json()).toEqual({ params: { '*': 'docs/a' }, pathgate: { '*': `${ROOT}/docs/a` } });
+}
+
+const withPlugin = (app: FastifyInstance) =>
+  app.register(pathgate, { root: ROOT, fs: ['docs/**'] });
+
+describe('a not-found handler that declares paths', () => {
+  it('set after the plugin, with no other route: guarded', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    declare(app);
+    await expectGuarded(app);
+  });
+
+  it('set before the plugin: guarded', async () => {
+    const app = newApp();
+    declare(app);
+    await withPlugin(app);
+    await expectGuarded(app);
+  });
+
+  it('in a prefixed context made before or after the plugin: guarded there', async () => {
+    const app = newApp();
+    const scope = (prefix: string) =>
+      app.register(async (child) => declare(child), { prefix: `/${prefix}` });
+    await scope('early');
+    await withPlugin(app);
+    await scope('late');
+    await expectGuarded(app, '/early');
+    await expectGuarded(app, '/late');
+  });
+
+  it('with a preHandler of its own: that hook runs after the check', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    let preHandlers = 0;
+    declare(app, { preHandler: [async () => void preHandlers++] });
+    await expectGuarded(app);
+    expect(preHandlers).toBe(1);
+  });
+
+  it('a bad declaration stops startup, naming the handler', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const pathgate = { mode: 'read', paths: [{ params: 'p' }] } as const;
+    const set = () => app.setNotFoundHandler({ config: { pathgate } } as NotFoundOptions, answer);
+    expect(set).toThrow(
+      'pathgate: route not-found /*: params "p" is not a parameter of this route',
+    );
+  });
+});
