@@ -70,6 +70,23 @@ describe('a not-found handler that declares paths', () => {
     expect(preHandlers).toBe(1);
   });
 
+  it('the prefix itself has no `*`: required denies it, optional lets it through unchecked', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    declare(app);
+    await app.register(
+      async (child) => {
+        const paths = [{ params: '*', optional: true }] as const;
+        child.setNotFoundHandler({ config: { pathgate: { mode: 'read', paths } } }, answer);
+      },
+      { prefix: '/opt' },
+    );
+    const root = await app.inject({ url: '/' });
+    expect(root.json()).toEqual(denied('params.*', 'missing-path'));
+    const optional = await app.inject({ url: '/opt' });
+    expect(optional.json()).toEqual({ params: {}, pathgate: {} });
+  });
+
   it('a bad declaration stops startup, naming the handler', async () => {
     const app = newApp();
     await withPlugin(app);
