@@ -98,6 +98,12 @@ export interface GuardSettings {
    * adapter can then pass its request as it is, with no joined copy.
    */
   readonly paramSegments?: boolean;
+  /**
+   * A `host` header spec reads `:authority` when no `host` header came
+   * (HTTP/2), as Fastify's `request.host` does: the value checked is the one
+   * the handler reads there.
+   */
+  readonly authorityHost?: boolean;
 }
 
 /**
@@ -132,13 +138,15 @@ function readValue(
   source: PathSource,
   selector: CompiledSelector,
   segments: boolean,
+  authority: boolean,
 ): unknown {
   try {
     const from = partOf(request, source);
-    const value =
+    let value =
       selector.key === undefined
         ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
         : keyValue(from, selector.key, segments);
+    if (authority && value === MISSING) value = ownValue(from, ':authority');
     // A list is copied here, inside the try: a proxy's `length` or a revoked one's
     // Array.isArray throws too, and the guard reads lists after this.
     return typeof value === 'string' || !Array.isArray(value) ? value : selectedValues(value);
@@ -228,6 +236,7 @@ export class RouteGuard {
   private readonly compiled: CompiledPolicy;
   private readonly write: boolean;
   private readonly paramSegments: boolean;
+  private readonly authorityHost: boolean;
   /**
    * The labels of the first body spec and the first file spec, if any: what
    * an adapter names in a `missing-path` deny when it cannot read the body.
@@ -243,6 +252,7 @@ export class RouteGuard {
   ) {
     this.mode = mode;
     this.paramSegments = settings.paramSegments === true;
+    this.authorityHost = settings.authorityHost === true;
     this.compiled = compiledOf(policy, 'RouteGuard');
     this.write = mode === 'write';
     this.values = specs.filter((s) => s.source !== 'file');
@@ -329,7 +339,9 @@ export class RouteGuard {
       if (sources !== undefined && !sources.includes(source)) continue;
       const selector = spec.selector as CompiledSelector;
       const segments = this.paramSegments && source === 'params';
-      const value = readValue(request, source, selector, segments);
+      // Header names are lowercased when compiled: `host` is the only spelling.
+      const authority = this.authorityHost && source === 'headers' && selector.key === 'host';
+      const value = readValue(request, source, selector, segments, authority);
       // The string test first: `===` on a value of unknown type is a builtin call.
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {

@@ -8,6 +8,7 @@ import {
   type GuardDenyReason,
   type GuardResult,
   type PathDenial,
+  type PathSpec,
   PermissionPolicy,
   type RequestValues,
   RouteGuard,
@@ -651,6 +652,46 @@ describe('checkRequest: paramSegments joins a params array into one path', () =>
     const { result } = runGuard(guard, { params });
     expect(result).toEqual({ ok: true });
     expect(params).toEqual({ path: ['docs', 'a'], other: 'x' });
+  });
+});
+
+describe('checkRequest: authorityHost reads `:authority` for a missing host header', () => {
+  const hostGuard = (settings: { authorityHost?: boolean }, spec: PathSpec = { headers: 'Host' }) =>
+    compileRouteGuard(
+      policy,
+      { mode: 'read', paths: [{ ...spec, under: 'docs' }] },
+      'GET /h',
+      settings,
+    );
+  const guard = hostGuard({ authorityHost: true });
+
+  it('checks `:authority` when no host header came, and records it as the host', () => {
+    const { result, info } = runGuard(guard, { headers: { ':authority': 'files.example' } });
+    expect(result).toEqual({ ok: true });
+    expect(info.headers).toEqual({ host: `${ROOT}/docs/files.example` });
+    const climbing = { headers: { ':authority': '..' } };
+    expect(denialOf(runGuard(guard, climbing).result)).toMatchObject({
+      reason: 'path-not-in-allowlist',
+      label: 'headers.host',
+    });
+  });
+
+  it('a host header wins, an empty one included (as `??` reads it)', () => {
+    const both = { headers: { host: '..', ':authority': 'files.example' } };
+    expect(denialOf(runGuard(guard, both).result).label).toBe('headers.host');
+    const empty = { headers: { host: '', ':authority': 'files.example' } };
+    expect(denialOf(runGuard(guard, empty).result)).toEqual({
+      reason: 'missing-path',
+      label: 'headers.host',
+    });
+  });
+
+  it('only for host, and only with the setting', () => {
+    const authority = { headers: { ':authority': 'files.example' } };
+    const missing = { reason: 'missing-path', label: 'headers.host' };
+    expect(denialOf(runGuard(hostGuard({}), authority).result)).toEqual(missing);
+    const other = hostGuard({ authorityHost: true }, { headers: 'x-host' });
+    expect(denialOf(runGuard(other, authority).result).label).toBe('headers.x-host');
   });
 });
 

@@ -131,7 +131,8 @@ export class RouteGuards {
     if (cached !== undefined) return cached;
     let guard: RouteGuard | Error;
     try {
-      guard = compileRouteGuard(this.policy, declaration, label());
+      // `{ headers: 'host' }` checks what `request.host` reads: HTTP/2's `:authority` too.
+      guard = compileRouteGuard(this.policy, declaration, label(), { authorityHost: true });
     } catch (error) {
       guard = error as Error;
     }

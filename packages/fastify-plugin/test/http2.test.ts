@@ -4,7 +4,7 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import { join } from 'node:path';
 import multipart from '@fastify/multipart';
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, parseJson, readAnswer } from '../../../test/answer.js';
 import pathgate, { type PathgateOptions, type PathSpec } from '../src/index.js';
@@ -49,6 +49,13 @@ async function serve(server: object, options: Partial<PathgateOptions> = {}) {
   app.get('/files/*', read({ params: '*' }), async (req) => req.pathgate);
   app.get('/q', read({ query: 'file' }), async (req) => req.pathgate);
   app.get('/h', read({ headers: 'x-file' }), async (req) => req.pathgate);
+  // The checked host beside the one the handler reads.
+  const host = async (req: FastifyRequest) => ({
+    checked: req.pathgate?.headers.host,
+    host: req.host,
+  });
+  app.get('/host', read({ headers: 'host', under: 'public' }), host);
+  app.get('/host-optional', read({ headers: 'host', under: 'public', optional: true }), host);
   const move = { config: { pathgate: { mode: 'write', paths: [{ body: 'to' }] } } } as const;
   app.post('/move', move, async (req) => req.pathgate);
   await app.register(async (scope) => {
@@ -260,6 +267,65 @@ describe('over h2c', () => {
       });
     }
     expect(h2.logged(50)).toEqual([]);
+  });
+});
+
+describe("{ headers: 'host' } over h2c", () => {
+  // HTTP/2 carries the host as `:authority`, and a `host` header only if the
+  // client adds one: the spec checks what `request.host` returns, a `host`
+  // header if there is one, else `:authority`.
+  const ROUTES = ['/host', '/host-optional'];
+
+  it('checks :authority when no host header came, as request.host reads it', async () => {
+    const s = await serve({ http2: true });
+    const session = connect(`http://127.0.0.1:${s.port}`);
+    const authority = `127.0.0.1:${s.port}`;
+    for (const path of ROUTES) {
+      expect((await h2Request(session, 'GET', path)).json).toEqual({
+        checked: join(s.root, 'public', authority),
+        host: authority,
+      });
+      // nghttp2 refuses a `/` in `:authority`, not a `..` (out of `public` here).
+      const forged = await h2Request(session, 'GET', path, { ':authority': '..' });
+      expect([path, forged.status, forged.json]).toEqual([
+        path,
+        403,
+        denied('headers.host', 'path-not-in-allowlist'),
+      ]);
+    }
+    expect(s.logged(50)).toEqual([]);
+  });
+
+  it('checks the host header when both came, as request.host reads it', async () => {
+    const s = await serve({ http2: true });
+    const session = connect(`http://127.0.0.1:${s.port}`);
+    for (const path of ROUTES) {
+      const allowed = { host: 'files.example', ':authority': '..' };
+      expect((await h2Request(session, 'GET', path, allowed)).json).toEqual({
+        checked: join(s.root, 'public/files.example'),
+        host: 'files.example',
+      });
+      const forged = { host: '..', ':authority': 'files.example' };
+      expect((await h2Request(session, 'GET', path, forged)).json).toEqual(
+        denied('headers.host', 'path-not-in-allowlist'),
+      );
+    }
+  });
+
+  it('over HTTP/1.1, checks the Host header as before', async () => {
+    const s = await serve({});
+    for (const path of ROUTES) {
+      const allowed = await request(s.port, { path, headers: { host: 'files.example' } });
+      expect(allowed.json).toEqual({
+        checked: join(s.root, 'public/files.example'),
+        host: 'files.example',
+      });
+      const forged = await request(s.port, { path, headers: { host: '..' } });
+      expect([forged.status, forged.json]).toEqual([
+        403,
+        denied('headers.host', 'path-not-in-allowlist'),
+      ]);
+    }
   });
 });
 
