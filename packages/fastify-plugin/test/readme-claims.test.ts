@@ -131,7 +131,7 @@ describe('README, "onDeny and report-only"', () => {
 });
 
 describe('README, the spec table', () => {
-  it("line 130: 'host' is the Host header; with trustProxy, request.host reads X-Forwarded-Host, checked only if declared", async () => {
+  it("line 138: 'host' is the Host header; with trustProxy, request.host reads X-Forwarded-Host's last entry, which no spec checks", async () => {
     const app = newApp({ trustProxy: true });
     const root = sandbox();
     await app.register(pathgate, { root, fs: ['*'] });
@@ -157,6 +157,12 @@ describe('README, the spec table', () => {
     const forged = { ...headers, 'x-forwarded-host': '..' };
     expect((await request(port, { path: '/host', headers: forged })).status).toBe(200);
     expect((await request(port, { path: '/both', headers: forged })).status).toBe(403);
+    // The declared X-Forwarded-Host is checked as one text, not as its entries.
+    const listed = { ...headers, 'x-forwarded-host': 'a, ..' };
+    expect((await request(port, { path: '/both', headers: listed })).json).toMatchObject({
+      host: '..',
+      checked: `${root}/files.example`,
+    });
   });
 });
 
