@@ -1,5 +1,6 @@
+import http from 'node:http';
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
@@ -304,4 +305,123 @@ describe('routes that share a URL', () => {
     expect((await request(port, { method: 'DELETE', path: '/m/public/a' })).status).toBe(200);
     expect(calls()).toBe(1);
   });
+});
+
+describe('a deny after a hook that sent the headers (an event stream)', () => {
+  interface LogLine {
+    level: number;
+    msg: string;
+  }
+
+  /** What the client read, and whether the response came to its end or was cut. */
+  interface Streamed {
+    status: number;
+    text: string;
+    complete: boolean;
+  }
+
+  /** Reads the response to its end or its cut; a hang fails the request after 2 s. */
+  function stream(port: number, path: string): Promise<Streamed> {
+    return new Promise((resolve, reject) => {
+      const req = http.get(
+        { host: '127.0.0.1', port, path, agent: false, timeout: 2000 },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            text += chunk;
+          });
+          res.on('error', () => {}); // a cut response: `complete` says so
+          res.on('close', () =>
+            resolve({ status: res.statusCode ?? 0, text, complete: res.complete }),
+          );
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('no end of the response in 2 s')));
+      req.on('error', reject);
+    });
+  }
+
+  /** Where pathgate's check runs on each route: its guarded handler, its preHandler, its onRequest. */
+  const ROUTES = {
+    '/in-handler': { mode: 'read', paths: [{ query: 'p' }] },
+    '/pre-handler': { mode: 'read', paths: [{ query: 'p' }] },
+    '/on-request': { mode: 'read', paths: [{ query: 'p' }, { file: true, optional: true }] },
+  } satisfies Record<string, RouteGuardOptions>;
+
+  /** `ends`: onDeny writes a last event and ends the stream itself. */
+  async function streamApp(reportOnly: boolean, ends = false) {
+    const root = sandbox();
+    const lines: LogLine[] = [];
+    const app = newApp({
+      logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+    });
+    let denies = 0;
+    await app.register(pathgate, {
+      root,
+      fs: RULES,
+      reportOnly,
+      onDeny: (_denial, _req, reply) => {
+        denies += 1;
+        if (ends) reply.raw.end('data: denied\n\n');
+      },
+    });
+    await app.register(multipart);
+    // Starts a 200 event stream, as a server-sent events app does before its routes' checks.
+    app.addHook('onRequest', async (_req, reply) => {
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.raw.write('data: open\n\n');
+    });
+    let calls = 0;
+    const handle = async (_req: FastifyRequest, reply: FastifyReply) => {
+      calls += 1;
+      reply.hijack();
+      reply.raw.end('data: handled\n\n');
+    };
+    for (const [url, guard] of Object.entries(ROUTES)) {
+      const preHandler = url === '/pre-handler' ? [async () => {}] : [];
+      app.get(url, { config: { pathgate: guard }, preHandler }, handle);
+    }
+    const port = await listen(app);
+    const logged = (pattern: RegExp) => lines.filter((l) => pattern.test(l.msg)).length;
+    const noisy = () => lines.filter((l) => l.level >= 40).map((l) => l.msg);
+    return { port, logged, noisy, calls: () => calls, denies: () => denies };
+  }
+
+  it.each(Object.keys(ROUTES))(
+    'enforced, %s: no handler, onDeny and one log line, the stream cut, nothing noisy',
+    async (url) => {
+      const { port, logged, noisy, calls, denies } = await streamApp(false);
+      const res = await stream(port, `${url}?p=../etc`);
+      expect(res).toEqual({ status: 200, text: 'data: open\n\n', complete: false });
+      expect(calls()).toBe(0);
+      expect(denies()).toBe(1);
+      expect(logged(/^pathgate: denied$/)).toBe(1);
+      expect(noisy()).toEqual([]);
+    },
+  );
+
+  it.each(Object.keys(ROUTES))(
+    'report-only, %s: reported once, the handler ends the stream',
+    async (url) => {
+      const { port, logged, noisy, calls, denies } = await streamApp(true);
+      const res = await stream(port, `${url}?p=../etc`);
+      expect(res).toEqual({ status: 200, text: 'data: open\n\ndata: handled\n\n', complete: true });
+      expect(calls()).toBe(1);
+      expect(denies()).toBe(1);
+      expect(noisy()).toEqual(['pathgate: would deny (report-only)']);
+      expect(logged(/would deny/)).toBe(1);
+    },
+  );
+
+  it.each([false, true])(
+    'an onDeny that ends the stream itself (report-only %s): its end, no cut, no handler',
+    async (reportOnly) => {
+      const { port, noisy, calls } = await streamApp(reportOnly, true);
+      const res = await stream(port, '/in-handler?p=../etc');
+      expect(res).toEqual({ status: 200, text: 'data: open\n\ndata: denied\n\n', complete: true });
+      expect(calls()).toBe(0);
+      expect(noisy()).toEqual(reportOnly ? ['pathgate: would deny (report-only)'] : []);
+    },
+  );
 });

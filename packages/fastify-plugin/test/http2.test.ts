@@ -56,6 +56,14 @@ async function serve(server: object, options: Partial<PathgateOptions> = {}) {
   });
   app.get('/host', read({ headers: 'host', under: 'public' }), host);
   app.get('/host-optional', read({ headers: 'host', under: 'public', optional: true }), host);
+  await app.register(async (scope) => {
+    // Starts a 200 event stream before the route's check, as a server-sent events app does.
+    scope.addHook('onRequest', async (_req, reply) => {
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.raw.write('data: open\n\n');
+    });
+    scope.get('/stream', read({ query: 'file' }), async () => 'never');
+  });
   const move = { config: { pathgate: { mode: 'write', paths: [{ body: 'to' }] } } } as const;
   app.post('/move', move, async (req) => req.pathgate);
   await app.register(async (scope) => {
@@ -267,6 +275,27 @@ describe('over h2c', () => {
       });
     }
     expect(h2.logged(50)).toEqual([]);
+  });
+
+  it('a deny after a hook sent the headers (an event stream): the stream is reset as cut, the session goes on', async () => {
+    const { port, logged } = await serve({ http2: true });
+    const session = connect(`http://127.0.0.1:${port}`);
+    const stream = session.request({ ':path': '/stream?file=../etc' });
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    const error = await new Promise<NodeJS.ErrnoException>((resolve) =>
+      stream.on('error', resolve),
+    );
+    expect({ text, rstCode: stream.rstCode }).toEqual({
+      text: 'data: open\n\n',
+      rstCode: http2.constants.NGHTTP2_INTERNAL_ERROR,
+    });
+    expect(error.code).toBe('ERR_HTTP2_STREAM_ERROR');
+    expect((await h2Request(session, 'GET', '/q?file=public/a.txt')).status).toBe(200);
+    expect(logged(40)).toEqual([]);
   });
 });
 
