@@ -93,9 +93,25 @@ export function refuse(
 }
 
 /**
- * A deny in a hook: the 403 goes out now, or once the files an earlier hook
- * had `saveRequestFiles()` spool are removed. False in report-only mode (the
- * request goes on) unless `onDeny` answered the request itself.
+ * The answer to an enforced deny after an earlier hook sent the headers (an
+ * event stream), which no 403 can follow: pathgate takes the response over
+ * and cuts it, as Fastify cuts one whose error comes after its headers, but
+ * without Fastify's "Reply was already sent" logs. The error marks the cut:
+ * without one, HTTP/2 resets the stream with NO_ERROR, which a client reads
+ * as the response's end. Unless `onDeny` ended the response itself.
+ */
+function cut(reply: FastifyReply, denial: PathDenial): void {
+  if (reply.sent) return;
+  reply.hijack();
+  // Next tick: what the hook wrote (held in the socket until then) goes out first.
+  process.nextTick(() => reply.raw.destroy(new PathgateDeniedError(denial)));
+}
+
+/**
+ * A deny in a hook: the 403 (or the cut, after sent headers) goes out now,
+ * or once the files an earlier hook had `saveRequestFiles()` spool are
+ * removed. False in report-only mode (the request goes on) unless `onDeny`
+ * answered the request itself.
  */
 export function sendDenial(
   request: FastifyRequest,
@@ -103,12 +119,15 @@ export function sendDenial(
   denial: PathDenial,
   settings: PathgateSettings,
 ): boolean {
+  // Headers an earlier hook sent are no answer of onDeny's: only an end is.
+  const sentBefore = reply.raw.headersSent;
   const body = refuse(request, reply, denial, settings);
   // Report-only: the request goes on, unless the app's onDeny answered it itself.
-  if (body === undefined) return answered(reply);
+  if (body === undefined) return sentBefore ? reply.sent : answered(reply);
   const answer = () => {
+    if (sentBefore) cut(reply, denial);
     // Serialized here: a route's response schema must not drop `reason`.
-    if (!answered(reply)) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
+    else if (!answered(reply)) reply.code(403).type(JSON_TYPE).send(JSON.stringify(body));
   };
   const removal = removeSpooled(request);
   if (removal === undefined) answer();
