@@ -107,6 +107,8 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     req.res === res &&
     typeof locals === 'object' &&
     locals !== null &&
+    // An app's frozen or sealed locals take no key: the request holds the paths instead.
+    Object.isExtensible(locals) &&
     hasAccessor(req)
   ) {
     const earlier = locals[kInfo] as PathgateInfo | undefined;

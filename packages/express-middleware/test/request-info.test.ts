@@ -80,7 +80,7 @@ describe('req.pathgate', () => {
     }
   });
 
-  it('when res.locals is not where the accessor reads, the request itself holds the paths', async () => {
+  it('when res.locals is not where the accessor reads, or takes no key, the request itself holds the paths', async () => {
     const app = express();
     const elsewhere: Record<string, (req: Request, res: Response, next: NextFunction) => void> = {
       // The gate called with a response other than req.res (a wrapper with its own locals).
@@ -92,6 +92,15 @@ describe('req.pathgate', () => {
       },
       '/null': (req, res, next) => {
         (res as { locals: unknown }).locals = null;
+        read(req, res, next);
+      },
+      // An app's frozen or sealed locals take no key (a throw there was a 500).
+      '/frozen': (req, res, next) => {
+        res.locals = Object.freeze({ user: 'x' });
+        read(req, res, next);
+      },
+      '/sealed': (req, res, next) => {
+        Object.preventExtensions(res.locals);
         read(req, res, next);
       },
     };
