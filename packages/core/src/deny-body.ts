@@ -66,8 +66,8 @@ export function hookBody(
 
 /**
  * Runs `call` (an `onDeny` hook) with each method `names` names on
- * `response` wrapped to call `onCall` first, then puts them back as they
- * were. How an adapter learns that the hook began an answer that has not
+ * `response` wrapped to call `onCall` once the method returned, then puts
+ * them back as they were. How an adapter learns that the hook began an answer that has not
  * left when it returns (Fastify's `send` held back by an async `onSend`
  * hook, Express's `render` or `sendFile`): the adapter must then send none.
  */
@@ -83,8 +83,10 @@ export function callWatching<T>(
     const method = methods[name];
     if (typeof method !== 'function') continue;
     methods[name] = function watched(this: unknown, ...args: unknown[]) {
+      const result = method.apply(this, args);
+      // Noted once it returned: a call that throws (a relative path to sendFile) began no answer.
       onCall();
-      return method.apply(this, args);
+      return result;
     };
   }
   try {

@@ -181,6 +181,23 @@ describe('callWatching: whether an onDeny hook began an answer', () => {
     expect(own.send).toBe(ownSend);
   });
 
+  it('notes no call that throws: a method refusing its arguments began no answer', () => {
+    class Refusing extends Reply {
+      override send(): this {
+        throw new TypeError('path must be absolute');
+      }
+    }
+    const reply = new Refusing();
+    let calls = 0;
+    callWatching(
+      reply,
+      ['send'],
+      () => calls++,
+      () => expect(() => reply.send()).toThrow('path must be absolute'),
+    );
+    expect(calls).toBe(0);
+  });
+
   it('notes nothing when no watched method is called, and restores after a throw', () => {
     const reply = new Reply();
     let calls = 0;

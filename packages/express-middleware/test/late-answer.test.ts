@@ -65,3 +65,29 @@ describe.each([false, true])(
     );
   },
 );
+
+// A late answer that throws before it begins (bad arguments) began nothing:
+// with pathgate answering nothing either, the request would hang.
+const REFUSED: readonly (readonly [string, (res: Response) => void])[] = [
+  ['a file at a relative path', (res) => res.sendFile('denied.txt')],
+  ['a view no engine renders', (res) => res.render('denied.nope')],
+];
+
+describe('an onDeny whose late answer throws before it begins', () => {
+  it.each(REFUSED)('%s: the default 403 goes out', async (_, answer) => {
+    const { app, calls, errors } = build(false, answer);
+    const res = await supertest(app).get('/q?path=../x').timeout(2000);
+    expect([res.status, res.body.reason, calls(), errors.calls]).toEqual([
+      403,
+      'path-not-in-allowlist',
+      0,
+      [],
+    ]);
+  });
+
+  it.each(REFUSED)('%s: report-only, the handler runs', async (_, answer) => {
+    const { app, calls } = build(true, answer);
+    const res = await supertest(app).get('/q?path=../x').timeout(2000);
+    expect([res.status, res.text, calls()]).toEqual([451, 'handler', 1]);
+  });
+});
