@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import type { Request } from 'express';
 import { entryIn, FOLDER, openFolder } from './open-folder.js';
 import { inPlace, parentOf } from './real-path.js';
+import { Turns } from './turns.js';
 
 /**
  * A folder a walk made or entered: its checked path, and its real path
@@ -122,7 +123,7 @@ export async function whileHeld<T>(held: Held, work: () => Promise<T>): Promise<
  * before any upload is never ours to remove). Walks run in a store, so
  * within `whileHeld`: the request's folders are shared.
  */
-export function holdFolder(held: Held, folder: Folder, made: boolean): void {
+function holdFolder(held: Held, folder: Folder, made: boolean): void {
   const key = keyOf(folder);
   const holding = holders.get(key);
   if (!made && holding === undefined) return;
@@ -130,6 +131,18 @@ export function holdFolder(held: Held, folder: Folder, made: boolean): void {
   held.folders.push(folder);
   holders.set(key, (holding ?? 0) + 1);
 }
+
+/**
+ * One walk at a time makes a folder and holds it (by real path): the
+ * thread pool may report another walk's mkdir finding it there (EEXIST)
+ * before the one that made it held it, which would take it for a folder
+ * there before, never its own to remove, and leave it once both failed.
+ */
+const making = new Turns<string>();
+
+/** Makes `folder` (`make`: whether it made it, not found it there), then holds it (`holdFolder`), in its turn. */
+export const makeAndHold = (held: Held, folder: Folder, make: () => Promise<boolean>) =>
+  making.run(keyOf(folder), async () => holdFolder(held, folder, await make()));
 
 /**
  * Removes `folder` if it is empty (rmdir: one holding anything, ours or

@@ -1,6 +1,6 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { type Folder, type Held, holdFolder } from './folders.js';
+import { type Folder, type Held, makeAndHold } from './folders.js';
 import { BELOW, entryIn, FOLDER, openFolder } from './open-folder.js';
 import type { RealPathOf } from './real-path.js';
 import { NAME_TOO_LONG, NOT_A_DIRECTORY, refuse } from './storage-refusals.js';
@@ -22,7 +22,7 @@ const PATH_MAX = 4096;
  * too long for the file system is refused first, so no empty directory is
  * left for it. Holds each directory it makes at once, so those it made
  * before a failure further down (no inode left) are removed too, and each
- * one it enters that another upload in flight made (`holdFolder`).
+ * one it enters that another upload in flight made (`makeAndHold`).
  */
 export async function ensureParent(
   root: string,
@@ -89,7 +89,7 @@ async function throughOpen(
   try {
     for (const below of folders) {
       const entry = entryIn(folder, basename(below.path));
-      holdFolder(held, below, await made(entry));
+      await makeAndHold(held, below, () => made(entry));
       const next = await openFolder(entry, BELOW, below.real);
       if (next === undefined) throw refuse(NOT_A_DIRECTORY);
       const above = folder;
@@ -105,7 +105,7 @@ async function throughOpen(
 /** The walk where the kernel cannot say where a folder is: each made by path, then checked by lstat. */
 async function byPath(folders: Folder[], held: Held): Promise<void> {
   for (const folder of folders) {
-    holdFolder(held, folder, await made(folder.path));
+    await makeAndHold(held, folder, () => made(folder.path));
     if (!(await lstat(folder.path)).isDirectory()) {
       throw refuse(NOT_A_DIRECTORY);
     }
