@@ -303,6 +303,23 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('escapes control characters and line separators on stderr too: a policy file or a flag chose them', () => {
+    // A rule from a file in a pull request reaches a CI log through the error message.
+    const file = join(dir, 'controls.json');
+    writeFileSync(file, JSON.stringify({ fs: ['wr:\u009b2J\u2028forged'] }));
+    const run = pathgate('check', '--policy', file, '--mode', 'x\u001b[2J\u0085', 'a');
+    expect(run.status).toBe(2);
+    expect(run.stderr.split('\n')[0]).toBe(
+      'pathgate: --mode must be read or write, got "x\\u001b[2J\\u0085"',
+    );
+    expect(run.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/);
+    const fromFile = pathgate('check', '--policy', file, 'a');
+    expect(fromFile.status).toBe(2);
+    expect(fromFile.stderr).toBe(
+      'pathgate: rule 1 "wr:\\u009b2J\\u2028forged": unknown prefix "wr" (use "r:" or "rw:")\n',
+    );
+  });
+
   it('exits 2 on a policy file that is not JSON', () => {
     const file = join(dir, 'bad.json');
     writeFileSync(file, '{ root: /srv }');

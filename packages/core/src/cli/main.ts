@@ -14,12 +14,15 @@ type Decision = { input: string } & CheckResult;
  */
 const UNSAFE = /[\u007f-\u009f\u2028\u2029]/g;
 
+/** What a one-line message must not hold raw: UNSAFE and the C0 controls (ESC, CR, LF). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it escapes.
+const UNSAFE_IN_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 /** JSON text with UNSAFE escaped too: they occur only inside its strings, so it parses the same. */
 function safeJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(
-    UNSAFE,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(value, null, indent).replace(UNSAFE, escapeChar);
 }
 
 /** A JSON string with every control character and line separator escaped. */
@@ -61,7 +64,8 @@ try {
   process.exitCode = run(process.argv.slice(2));
 } catch (error) {
   if (error instanceof UsageError || error instanceof TypeError) {
-    console.error(`pathgate: ${error.message}`);
+    // The message may quote a rule from a policy file or a flag: it must not drive a terminal or forge a line.
+    console.error(`pathgate: ${error.message.replace(UNSAFE_IN_LINE, escapeChar)}`);
     if (error instanceof UsageError) console.error(`\n${USAGE}`);
     process.exitCode = 2;
   } else {
