@@ -76,6 +76,57 @@ describe('prefix rules: the text-only check', () => {
     expect(declined).toBeGreaterThan(500);
   });
 
+  it('agrees on literal roots spelled with escapes or braces, and on names the core never decodes', () => {
+    // Escaped literal roots and braced tails (`{*}`, `{**}`) keep the shapes it takes; other
+    // braces and classes send a policy to the general matcher. `\\`, `%2e`, `~` and `1:` are
+    // ordinary names on both sides.
+    const dir = fc.constantFrom(
+      'a',
+      'a\\*',
+      '\\\\',
+      '\\.',
+      '%2e',
+      '~',
+      '1:',
+      '{a,b}',
+      '{a,a/b}',
+      '[a]',
+    );
+    const tail = fc.constantFrom('', '*', '**', '{*}', '{**}', '{*,**}');
+    const globOf = ([mode, dirs, last]: [string, string[], string]) =>
+      `${mode}${[...dirs, ...(last === '' ? [] : [last])].join('/') || '.'}`;
+    let withPrefixForm = 0;
+    const value = fc
+      .tuple(
+        fc.constantFrom('', '/r/'),
+        fc.array(fc.constantFrom('a', 'b', 'a*', '*', '\\', '%2e', '~', '1:', '[a]', '.'), {
+          maxLength: 4,
+        }),
+      )
+      .map(([base, names]) => base + names.join('/'));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('', 'rw:'), fc.array(dir, { maxLength: 3 }), tail), {
+          maxLength: 4,
+        }),
+        fc.array(value, { maxLength: 6 }),
+        (rules, paths) => {
+          const form = compiled('/r', rules.map(globOf));
+          if (form.prefixRules !== undefined) withPrefixForm++;
+          for (const path of paths) {
+            for (const write of [false, true]) {
+              const fast = form.prefixRules?.decide(path, write);
+              const text = readText(path) as string;
+              if (fast !== undefined) expect(fast).toStrictEqual(decideText(form, text, write));
+            }
+          }
+        },
+      ),
+      { numRuns: 3000 },
+    );
+    expect(withPrefixForm).toBeGreaterThan(500);
+  });
+
   it('takes the common rule shapes, and no other', () => {
     for (const fs of [
       [],
