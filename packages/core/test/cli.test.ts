@@ -54,6 +54,18 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stderr).toMatch(/^pathgate: internal error: RangeError: broken output\n {4}at /);
   });
 
+  it('a TypeError from a bug is exit 3 too: only a bad policy or usage is exit 2', () => {
+    const breaker = join(dir, 'type-breaker.mjs');
+    writeFileSync(breaker, "console.log = () => { throw new TypeError('broken output'); };\n");
+    const run = spawnSync(
+      process.execPath,
+      ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
+      { encoding: 'utf8' },
+    );
+    expect(run.status).toBe(3);
+    expect(run.stderr).toMatch(/^pathgate: internal error: TypeError: broken output\n {4}at /);
+  });
+
   it('prints each decision with reason, canonical path and rule; exits 0 when all are allowed', () => {
     const run = pathgate('check', ...RULES, 'public/a.txt', 'uploads/x.png');
     expect(run.status).toBe(0);
@@ -312,6 +324,7 @@ describe('pathgate check (the built bin)', () => {
     expect(run.stderr.split('\n')[0]).toBe(
       'pathgate: --mode must be read or write, got "x\\u001b[2J\\u0085"',
     );
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what must not appear.
     expect(run.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/);
     const fromFile = pathgate('check', '--policy', file, 'a');
     expect(fromFile.status).toBe(2);

@@ -2,7 +2,7 @@
 // `pathgate check`: test a policy in a shell or a CI job before it guards a live service.
 import { type CheckResult, checkFs } from '../check-fs.js';
 import { parseCheckArgs, USAGE, UsageError, wantsHelp } from './args.js';
-import { buildPolicy } from './policy-file.js';
+import { buildPolicy, PolicyError } from './policy-file.js';
 
 /** One path's decision: what was asked, then checkFs's result (`path` is the canonical path). */
 type Decision = { input: string } & CheckResult;
@@ -63,7 +63,7 @@ function run(argv: readonly string[]): number {
 try {
   process.exitCode = run(process.argv.slice(2));
 } catch (error) {
-  if (error instanceof UsageError || error instanceof TypeError) {
+  if (error instanceof UsageError || error instanceof PolicyError) {
     // The message may quote a rule from a policy file or a flag: it must not drive a terminal or forge a line.
     console.error(`pathgate: ${error.message.replace(UNSAFE_IN_LINE, escapeChar)}`);
     if (error instanceof UsageError) console.error(`\n${USAGE}`);

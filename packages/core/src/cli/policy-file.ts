@@ -13,6 +13,9 @@ interface PolicyFile {
 
 const KEYS = ['root', 'fs', 'dot'];
 
+/** A policy PermissionPolicy refused: exit status 2, like a usage error, but without the usage. */
+export class PolicyError extends Error {}
+
 // A policy is a root and a few rules: 1 MiB is plenty. The cap keeps a device such as
 // /dev/zero, or a huge file, from being read whole.
 const CAP_MIB = 1;
@@ -78,16 +81,22 @@ function checkFileValues(file: PolicyFile): void {
     throw new UsageError('the policy file\'s "dot" must be a boolean');
 }
 
-/** Builds the policy from the file and the flags; a bad policy throws PermissionPolicy's TypeError. */
+/** Builds the policy from the file and the flags; a bad policy throws a PolicyError with PermissionPolicy's message. */
 export function buildPolicy(command: CheckCommand): PermissionPolicy {
   const file = command.policyFile ? readPolicyFile(command.policyFile) : {};
   checkFileValues(file);
   // Each element is a rule PermissionPolicy checks (a non-string is its TypeError).
   const fileRules = (file.fs ?? []) as string[];
-  return new PermissionPolicy({
-    root: (command.root ?? file.root) as string | undefined,
-    permissions: { fs: [...fileRules, ...command.rules] },
-    dot: command.dot || (file.dot as boolean | undefined),
-    resolve: command.resolveSymlinks ? resolveSymlinks : undefined,
-  });
+  try {
+    return new PermissionPolicy({
+      root: (command.root ?? file.root) as string | undefined,
+      permissions: { fs: [...fileRules, ...command.rules] },
+      dot: command.dot || (file.dot as boolean | undefined),
+      resolve: command.resolveSymlinks ? resolveSymlinks : undefined,
+    });
+  } catch (error) {
+    // Only here is a TypeError a verdict on the policy: anywhere else it is a bug (exit 3).
+    if (error instanceof TypeError) throw new PolicyError(error.message);
+    throw error;
+  }
 }
