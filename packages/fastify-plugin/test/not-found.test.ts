@@ -77,7 +77,8 @@ describe('a not-found handler that declares paths', () => {
     await app.register(
       async (child) => {
         const paths = [{ params: '*', optional: true }] as const;
-        child.setNotFoundHandler({ config: { pathgate: { mode: 'read', paths } } }, answer);
+        const options: NotFoundOptions = { config: { pathgate: { mode: 'read', paths } } };
+        child.setNotFoundHandler(options, answer);
       },
       { prefix: '/opt' },
     );
