@@ -1,5 +1,6 @@
 import { type BraceEdge, expandGlob, type GlobToken } from './glob-expand.js';
 import { GlobSyntaxError, parseGlob } from './glob-parse.js';
+import { codePointTest, starChunksTest } from './segment-match.js';
 import { pathSegmentKind, type SegmentKind, walkSegments } from './segments.js';
 import { matchSequence, type SequencePattern } from './sequence-match.js';
 
@@ -77,47 +78,6 @@ function refusePopOfSyntax(popped: GlobSegment): void {
 
 const isStarsAndLiterals = (tokens: readonly GlobToken[]) =>
   tokens.every((t) => t.type === 'star' || t.type === 'char');
-
-/** `*` and literals only (`*.png`, `a*b*c`): prefix, suffix, then leftmost chunks. */
-function starChunksTest(tokens: readonly GlobToken[]): (s: string) => boolean {
-  const chunks = [''];
-  for (const t of tokens) {
-    if (t.type === 'star') chunks.push('');
-    else chunks[chunks.length - 1] += (t as { value: string }).value;
-  }
-  const first = chunks[0] as string;
-  const last = chunks[chunks.length - 1] as string;
-  const middle = chunks.slice(1, -1).filter((c) => c !== '');
-  return (s) => {
-    const end = s.length - last.length;
-    if (end < first.length || !s.startsWith(first) || !s.endsWith(last)) return false;
-    let pos = first.length;
-    for (const chunk of middle) {
-      const at = s.indexOf(chunk, pos);
-      if (at < 0 || at + chunk.length > end) return false;
-      pos = at + chunk.length;
-    }
-    return true;
-  };
-}
-
-function tokenMatches(t: GlobToken, char: string): boolean {
-  if (t.type === 'char') return t.value === char;
-  if (t.type !== 'class') return true; // `?`
-  const cp = char.codePointAt(0) as number;
-  return t.ranges.some(([lo, hi]) => cp >= lo && cp <= hi) !== t.negated;
-}
-
-/** `?` and classes: dynamic programming over code points. */
-function codePointTest(tokens: readonly GlobToken[]): (s: string) => boolean {
-  const pattern: SequencePattern<GlobToken, string> = {
-    elements: tokens,
-    isStar: (t) => t.type === 'star',
-    starTakes: () => true,
-    matchOne: tokenMatches,
-  };
-  return (s) => matchSequence(pattern, Array.from(s), 0);
-}
 
 function segmentMatcher(segment: GlobSegment, dot: boolean): SegmentMatcher {
   const { tokens, literal } = segment;

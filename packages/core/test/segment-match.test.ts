@@ -1,0 +1,60 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { checkFs, PermissionPolicy } from '../src/index.js';
+
+// One glob segment against one name: `*`, `?`, literals and classes, astral
+// code points among them, decided as a regular expression over code points
+// (the `u` flag) decides it. The matcher runs the runs between `*`s left to
+// right on the text itself; the expression is the independent oracle.
+
+const TOKENS: readonly (readonly [glob: string, regex: string])[] = [
+  ['a', 'a'],
+  ['b', 'b'],
+  ['😀', '😀'],
+  ['?', '.'],
+  ['*', '.*'],
+  ['[ab]', '[ab]'],
+  ['[!a]', '[^a]'],
+  ['[😀-😁]', '[😀-😁]'],
+];
+const NAME_UNITS = ['a', 'b', 'c', '😀', '😁'];
+
+const pattern = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 7 });
+const name = fc.array(fc.constantFrom(...NAME_UNITS), { minLength: 1, maxLength: 9 });
+
+const allows = (rule: string, value: string) =>
+  checkFs(new PermissionPolicy({ root: '/srv', permissions: { fs: [rule] } }), value, 'read')
+    .outcome === 'allow';
+
+describe('a glob segment against a name', () => {
+  it('decides as the regular expression over code points does', () => {
+    fc.assert(
+      fc.property(pattern, name, (tokens, units) => {
+        const glob = tokens.map(([g]) => g).join('');
+        const regex = new RegExp(`^${tokens.map(([, r]) => r).join('')}$`, 'u');
+        const text = units.join('');
+        expect(allows(`./x/${glob}`, `x/${text}`)).toBe(regex.test(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('reads long names whole: a run found only at their end, or missing from them', () => {
+    const long = '7'.repeat(100_000);
+    const cases: [string, string, boolean][] = [
+      ['IMG_[0-9]*[a-z]*.png', `IMG_0${long}q.png`, true],
+      ['IMG_[0-9]*[a-z]*.png', `IMG_0${long}.png`, false],
+      ['*[😀-😁]?', `${long}😁😀`, true],
+      ['*[😀-😁]?', `${long}😀`, false],
+      ['????', `😀😀😀😀`, true],
+      ['????', `${long}`, false],
+    ];
+    for (const [glob, text, allowed] of cases) {
+      expect([glob, text.length, allows(`./x/${glob}`, `x/${text}`)]).toEqual([
+        glob,
+        text.length,
+        allowed,
+      ]);
+    }
+  });
+});
