@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Express } from 'express';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
@@ -282,6 +282,39 @@ describe('the README snippets, run', () => {
       await refusesTraversal(port, 'params.path');
       await refusesUpload(port, '../../app.js', MULTER_STORED);
     });
+  });
+
+  it('packages/express-middleware/README.md, "Example": a list in the body is a 400, not a 500', async () => {
+    const app = await snippetApp<Express>(
+      'packages/express-middleware/README.md',
+      '@pathgate/express',
+    );
+    await listening(app, async (port) => {
+      const list = '{"from": ["uploads/a", "uploads/b"], "to": "uploads/c"}';
+      expect((await send(port, postJson('/move', list))).status).toBe(400);
+    });
+  });
+
+  it('packages/express-middleware/README.md, "errors: \'next\'": a deny is its JSON; a missing file a 404 naming no path, logged', async () => {
+    const app = await snippetApp<Express>(
+      'packages/express-middleware/README.md',
+      "errors: 'next'",
+    );
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      await listening(app, async (port) => {
+        const denied = await send(port, { path: '/files/..%2F..%2Fetc%2Fpasswd' });
+        expect([denied.status, JSON.parse(denied.text)]).toEqual([
+          403,
+          { error: 'params.path: path denied (path-not-in-allowlist)', code: 'PATHGATE_DENIED' },
+        ]);
+        const missing = await send(port, { path: '/files/public/x.txt' });
+        expect([missing.status, missing.text]).toEqual([404, '{"error":"not found"}']);
+      });
+      expect(logged).toHaveBeenCalledWith(expect.objectContaining({ code: 'ENOENT' }));
+    } finally {
+      logged.mockRestore();
+    }
   });
 });
 
