@@ -373,6 +373,17 @@ function scriptSteps(script: string): string[] {
   });
 }
 
+describe.each(['README.md', 'packages/express-middleware/README.md'])(
+  '%s, the install line',
+  (readme) => {
+    it('names multer, which gate.multer() in its examples needs (an optional peer: npm does not add it)', () => {
+      const text = readFileSync(join(ROOT, readme), 'utf8');
+      expect(completeSnippets(readme).some((code) => code.includes('gate.multer('))).toBe(true);
+      expect(/```sh\n([\s\S]*?)```/.exec(text)?.[1]).toMatch(/^npm install .*\bmulter\b/m);
+    });
+  },
+);
+
 describe('README.md, "Set up (this repository)"', () => {
   it('npm start installs, builds and runs the Fastify example; npm test installs, builds, lints, type-checks and runs every test', () => {
     const install = 'npx -y pnpm@10.34.9 install --frozen-lockfile';
