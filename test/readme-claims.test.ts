@@ -360,6 +360,14 @@ describe.each(['README.md', 'packages/core/README.md'])('%s, the pathgate CLI', 
     });
     expect([run.status, run.stdout], `${readme} line ${line}`).toEqual([1, `${output}\n`]);
   });
+
+  it('its sh block holds the command alone, so a paste runs no output line', () => {
+    const text = readFileSync(join(ROOT, readme), 'utf8');
+    const block = /```sh\n(npx pathgate check [\s\S]*?)```/.exec(text)?.[1];
+    expect(block, readme).toBeDefined();
+    const lines = (block as string).trimEnd().split('\n');
+    expect(lines.slice(0, -1).every((source) => source.endsWith('\\'))).toBe(true);
+  });
 });
 
 /** What `npm run <script>` runs, its `npm run` steps expanded, one command each. */
