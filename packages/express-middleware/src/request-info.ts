@@ -98,6 +98,23 @@ function mergedInfo(earlier: PathgateInfo, later: PathgateInfo): PathgateInfo {
 /** The record gates set as each request's own property (outside Express's usual wiring). */
 const ownInfos = new WeakMap<Request, PathgateInfo>();
 
+/**
+ * Stores `info` in `locals`, joined to an earlier gate's: false when the
+ * app's locals take no key (frozen, sealed, a proxy that refuses or throws;
+ * a throw in strict code, a silent miss in sloppy), so the request holds
+ * the paths instead, never a 500.
+ */
+function storedInLocals(locals: Locals, info: PathgateInfo): boolean {
+  try {
+    const earlier = locals[kInfo] as PathgateInfo | undefined;
+    const joined = earlier === undefined ? info : mergedInfo(earlier, info);
+    locals[kInfo] = joined;
+    return locals[kInfo] === joined;
+  } catch {
+    return false;
+  }
+}
+
 /** Makes `info` the request's `req.pathgate`, joined to what an earlier gate recorded. */
 export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
   const locals = res.locals as Locals | undefined;
@@ -107,18 +124,15 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     req.res === res &&
     typeof locals === 'object' &&
     locals !== null &&
-    // An app's frozen or sealed locals take no key: the request holds the paths instead.
-    Object.isExtensible(locals) &&
-    hasAccessor(req)
+    hasAccessor(req) &&
+    storedInLocals(locals, info)
   ) {
-    const earlier = locals[kInfo] as PathgateInfo | undefined;
-    locals[kInfo] = earlier === undefined ? info : mergedInfo(earlier, info);
-  } else {
-    // Joined only to the record a gate set on this request: never to a value the app assigned.
-    const earlier = ownInfos.get(req);
-    const current = own ? (req as { pathgate?: unknown }).pathgate : undefined;
-    const joined = earlier !== undefined && earlier === current ? mergedInfo(earlier, info) : info;
-    ownInfos.set(req, joined);
-    setInfoProperty.call(req, joined);
+    return;
   }
+  // Joined only to the record a gate set on this request: never to a value the app assigned.
+  const earlier = ownInfos.get(req);
+  const current = own ? (req as { pathgate?: unknown }).pathgate : undefined;
+  const joined = earlier !== undefined && earlier === current ? mergedInfo(earlier, info) : info;
+  ownInfos.set(req, joined);
+  setInfoProperty.call(req, joined);
 }

@@ -103,6 +103,19 @@ describe('req.pathgate', () => {
         Object.preventExtensions(res.locals);
         read(req, res, next);
       },
+      // A proxy that refuses the key (its set trap says no: a TypeError in strict code).
+      '/refusing-proxy': (req, res, next) => {
+        res.locals = new Proxy({}, { set: () => false });
+        read(req, res, next);
+      },
+      // A proxy whose reads throw: the paths must not hang on them.
+      '/throwing-proxy': (req, res, next) => {
+        const fail = () => {
+          throw new Error('no reads');
+        };
+        res.locals = new Proxy({}, { get: fail, has: fail });
+        read(req, res, next);
+      },
     };
     for (const [prefix, gated] of Object.entries(elsewhere))
       app.get(`${prefix}/*path`, gated, sendInfo);
