@@ -3,16 +3,26 @@ import type { GlobToken } from './glob-expand.js';
 /**
  * One glob segment below a rule's literal root, against one canonical path
  * segment: `*` and literals by string search, `?` and classes code point
- * by code point. Both linear in the segment's length, whatever the rule.
+ * by code point. Both take the runs between `*`s in order, each at its
+ * leftmost match (a `*` takes anything, so more room for it never loses a
+ * match): linear in the segment's length, times a run's at most.
  */
+
+/** The runs of tokens between `*`s: one more than the `*`s, empty ones kept. */
+function runsOf(tokens: readonly GlobToken[]): GlobToken[][] {
+  const runs: GlobToken[][] = [[]];
+  for (const t of tokens) {
+    if (t.type === 'star') runs.push([]);
+    else (runs[runs.length - 1] as GlobToken[]).push(t);
+  }
+  return runs;
+}
 
 /** `*` and literals only (`*.png`, `a*b*c`): prefix, suffix, then leftmost chunks. */
 export function starChunksTest(tokens: readonly GlobToken[]): (s: string) => boolean {
-  const chunks = [''];
-  for (const t of tokens) {
-    if (t.type === 'star') chunks.push('');
-    else chunks[chunks.length - 1] += (t as { value: string }).value;
-  }
+  const chunks = runsOf(tokens).map((run) =>
+    run.map((t) => (t as { value: string }).value).join(''),
+  );
   const first = chunks[0] as string;
   const last = chunks[chunks.length - 1] as string;
   const middle = chunks.slice(1, -1).filter((c) => c !== '');
@@ -85,19 +95,13 @@ function literalText(run: readonly GlobToken[], atEnd: boolean): string {
 }
 
 /**
- * `?` and classes: over code points, in the runs between `*`s, each of a
- * fixed number of them. The first run is anchored at the start, the last
- * at the end, and each run between them taken at its leftmost match: a `*`
- * takes any code point, so leaving it more room never loses a match.
- * Linear in the segment's length (times a run's), where a table over every
- * pattern element was not, and read in place: no array of code points.
+ * `?` and classes: over code points, read in place, in runs of a fixed
+ * number of them. The first run is anchored at the start, the last at the
+ * end. A table over every pattern element and code point, as before, cost
+ * 446 ms on a 1 MB name under five alternatives of 13 elements.
  */
 export function codePointTest(tokens: readonly GlobToken[]): (s: string) => boolean {
-  const runs: GlobToken[][] = [[]];
-  for (const t of tokens) {
-    if (t.type === 'star') runs.push([]);
-    else (runs[runs.length - 1] as GlobToken[]).push(t);
-  }
+  const runs = runsOf(tokens);
   const [head, tail] = [runs[0], runs[runs.length - 1]].map((run) =>
     (run as GlobToken[]).map(pointTest),
   ) as [PointTest[], PointTest[]];
