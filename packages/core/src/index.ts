@@ -18,6 +18,7 @@ export type { DenyBody } from './deny-body.js';
 export { callWatching, denyBody, hookBody } from './deny-body.js';
 export type { SandPermCode } from './errors.js';
 export { SAND_PERM_CODES, SandboxPermissionError } from './errors.js';
+export { loggedPath } from './log-path.js';
 export { readOwn, setOwn } from './own-key.js';
 export type { PermissionPolicyOptions } from './policy.js';
 export { PermissionPolicy } from './policy.js';

@@ -26,7 +26,10 @@ export interface PathgateLogEntry {
   /** The spec that denied (`body.from`, `file avatar`). */
   readonly label?: string;
   readonly reason?: GuardDenyReason;
-  /** The canonical path, when there is one: for logs only, never for a client. */
+  /**
+   * The canonical path, when there is one: for logs only, never for a client.
+   * Its first 1,024 characters and a count of the rest when longer (`loggedPath`).
+   */
   readonly path?: string;
   /** What the hook rejected with (`'hook-failed'`). */
   readonly error?: unknown;

@@ -1,4 +1,4 @@
-import { callWatching, denyBody, hookBody, type PathDenial } from '@pathgate/core';
+import { callWatching, denyBody, hookBody, loggedPath, type PathDenial } from '@pathgate/core';
 import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
@@ -28,7 +28,7 @@ function logReportOnly(settings: Settings, denial: PathDenial, req: Request): vo
     url: req.originalUrl,
     label: denial.label,
     reason: denial.reason,
-    ...(path === undefined ? {} : { path }),
+    ...(path === undefined ? {} : { path: loggedPath(path) }),
   });
 }
 

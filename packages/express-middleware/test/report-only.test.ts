@@ -46,6 +46,27 @@ describe('reportOnly: true', () => {
     ]);
   });
 
+  it('logs at most the start of a long canonical path: a 1 MB value is no 1 MB log entry', async () => {
+    const logs: PathgateLogEntry[] = [];
+    const gate = pathgate({
+      root: ROOT,
+      fs: ['docs/**'],
+      reportOnly: true,
+      log: (e) => logs.push(e),
+    });
+    const app = express();
+    app.post('/move', express.json({ limit: '2mb' }), gate.write({ body: 'to' }), (_req, res) => {
+      res.send('ran');
+    });
+    await supertest(app)
+      .post('/move')
+      .send({ to: `uploads/${'a'.repeat(1_000_000)}` })
+      .expect(200, 'ran');
+    expect(logs).toHaveLength(1);
+    expect(JSON.stringify(logs[0]).length).toBeLessThan(2048);
+    expect(logs[0]?.path).toMatch(/^\/srv\/root\/uploads\/a+… \(\d+ more characters\)$/);
+  });
+
   it('a deny without a canonical path logs none', async () => {
     const { app, logs } = buildApp({ reportOnly: true });
     await supertest(app).get('/q').expect(200);

@@ -1,4 +1,11 @@
-import { callWatching, denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
+import {
+  callWatching,
+  denyBody,
+  hookBody,
+  loggedPath,
+  type PathDenial,
+  SAND_PERM_CODES,
+} from '@pathgate/core';
 import { bodyPending, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
@@ -12,7 +19,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 function logFields(request: FastifyRequest, denial: PathDenial): object {
   const route = `${request.method} ${request.routeOptions.url}`;
   const { label, reason } = denial;
-  return { pathgate: { route, label, reason, path: denial.result?.path } };
+  const path = denial.result?.path;
+  return { pathgate: { route, label, reason, path: path === undefined ? path : loggedPath(path) } };
 }
 
 /**

@@ -90,6 +90,20 @@ describe('the 403', () => {
     ]);
   });
 
+  it('logs at most the start of a long canonical path: a 1 MB value is no 1 MB log line', async () => {
+    const s = await serve();
+    const res = await request(s.port, {
+      method: 'POST',
+      path: '/move',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: `uploads/${'a'.repeat(1_000_000)}` }),
+    });
+    expect(res.json).toEqual(denied('body.to', 'path-not-in-allowlist'));
+    const [line] = s.lines.filter((l) => l.msg === 'pathgate: denied');
+    expect(JSON.stringify(line).length).toBeLessThan(2048);
+    expect(line?.pathgate?.path).toMatch(/^\/.*\/uploads\/a+… \(\d+ more characters\)$/);
+  });
+
   it('keeps reason when the route has a 4xx response schema', async () => {
     const s = await serve();
     const res = await request(s.port, { path: '/schema/..%2Fx' });
