@@ -131,6 +131,17 @@ describe('resolveSymlinks', () => {
     ['.. in a target after a regular file', 'sandbox/file-up', 'ENOTDIR'],
     ['a link target that is not UTF-8', 'sandbox/not-utf8', 'EILSEQ'],
     ['a name longer than NAME_MAX', `sandbox/${'n'.repeat(300)}`, 'ENAMETOOLONG'],
+    // No lstat ever sees the long part: the walk stops at `missing`, as it would append the rest.
+    [
+      'a path longer than PATH_MAX below a missing component',
+      `sandbox/missing/${'a/'.repeat(2100)}x`,
+      'ENAMETOOLONG',
+    ],
+    [
+      'a 1 MiB path of one-letter names',
+      `sandbox/missing/${'a/'.repeat(512 * 1024)}x`,
+      'ENAMETOOLONG',
+    ],
   ])('throws on %s', (_what, input, code) => {
     expect(errorOf(() => resolveSymlinks(at(input))).code).toBe(code);
   });
