@@ -95,6 +95,17 @@ describe('per-call and per-route options: the name checked is the one busboy pro
   });
 });
 
+describe('formData()', () => {
+  it('names each File by the raw filename: the checked path is in request.pathgate.files', async () => {
+    const s = await serve({ attachFieldsToBody: true, preservePath: true }, async (request) => {
+      const sent = (await request.formData()).get('f') as File;
+      return { name: sent.name, paths: request.pathgate?.files.map((f) => f.path) };
+    });
+    const res = await s.post([file('a/../b.txt')]);
+    expect(res.json).toEqual({ name: 'a/../b.txt', paths: [`${s.root}/uploads/b.txt`] });
+  });
+});
+
 describe('throwFileSizeLimit: false: a file cut at limits.fileSize reaches the handler, checked', () => {
   const cut = { throwFileSizeLimit: false, limits: { fileSize: 4 } };
 
