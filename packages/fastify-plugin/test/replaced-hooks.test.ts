@@ -355,4 +355,27 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     const none = await postMultipart(port, '/up/uploads', [{ disposition: 'name="a"', data: 'x' }]);
     expect([none.status, count.calls]).toEqual([200, 1]);
   });
+
+  it("'keyValues' with an onFile that leaves no Buffer, optional, onRequest removed: the request passes, with no checked path", async () => {
+    // Known gap (README, registration order): the file left no trace in the body.
+    const { app, count } = await gatedApp();
+    const seen: (string | undefined)[] = [];
+    await app.register(multipart, {
+      preservePath: true,
+      attachFieldsToBody: 'keyValues',
+      async onFile(part) {
+        seen.push(part.pathgatePath);
+        part.file.resume();
+      },
+    });
+    app.addHook('onRoute', onAuthRoute(without('onRequest')));
+    const optional = { mode: 'write', paths: [{ file: true, under: 'uploads', optional: true }] };
+    app.post('/up', { config: { ...AUTH, pathgate: optional } as never }, async (req) => {
+      count.calls++;
+      return { files: req.pathgate?.files };
+    });
+    const res = await postMultipart(await listen(app), '/up', part('../../evil.txt'));
+    expect([res.status, res.json, count.calls]).toEqual([200, { files: [] }, 1]);
+    expect(seen).toEqual([undefined]);
+  });
 });
