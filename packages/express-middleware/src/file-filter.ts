@@ -33,7 +33,13 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     if (stop) return cb(stop);
     if (decision.kind === 'allow') pinPath(file, decision.file.path);
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
+    let answered = false;
     const accept = ((error: Error | null, include?: boolean) => {
+      // The first answer decides: multer would hand the one stream to storage
+      // again (a hang, or a file written from the rest of a part it drained).
+      // A later error still aborts the request.
+      if (answered && !error) return;
+      answered = true;
       if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);
       (cb as (error: Error | null, include?: boolean) => void)(error, include);
     }) as FileFilterCallback;

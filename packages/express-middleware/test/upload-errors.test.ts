@@ -144,3 +144,33 @@ describe("the app's own errors pass through untouched", () => {
     expect(seen).toEqual(['disk quota exceeded']);
   });
 });
+
+describe('a user fileFilter that calls back twice: its first answer decides, a later error still aborts', () => {
+  it('accepted twice: stored once, the request answered (multer alone stores the spent stream again and hangs)', async () => {
+    const fileFilter: multer.Options['fileFilter'] = (_req, _file, cb) => {
+      cb(null, true);
+      cb(null, true);
+    };
+    const { res, seen, stored } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt', 'hello'),
+    ]);
+    expect([res.status, res.json, seen, stored]).toEqual([
+      200,
+      { ok: true },
+      [],
+      ['uploads/a.txt'],
+    ]);
+  });
+
+  it('refused, then accepted: the file is missing, nothing stored (multer alone writes what is left of the drained part)', async () => {
+    const fileFilter: multer.Options['fileFilter'] = (_req, _file, cb) => {
+      cb(null, false);
+      cb(null, true);
+    };
+    const { res, stored } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt', 'hello'.repeat(30_000)),
+    ]);
+    expect(res.json).toMatchObject({ reason: 'missing-path' });
+    expect([res.status, stored]).toEqual([403, []]);
+  });
+});
