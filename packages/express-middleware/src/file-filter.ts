@@ -44,11 +44,21 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
       (cb as (error: Error | null, include?: boolean) => void)(error, include);
     }) as FileFilterCallback;
     if (!userFilter) return accept(null, true);
+    // Thrown inside busboy's event, or rejected by an async filter that never
+    // calls back: uncaught, it would crash the process and leave the request hanging.
+    const fail = (error: unknown) => accept(asError(error));
     try {
-      userFilter(req, file, accept);
+      const result: unknown = userFilter(req, file, accept);
+      if (isPromiseLike(result)) result.then(undefined, fail);
     } catch (error) {
-      // Thrown inside busboy's event: uncaught, it would crash the process and leave the request hanging.
-      accept(error as Error);
+      fail(error);
     }
   };
 }
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+
+/** A falsy error (`throw undefined`) would read as a refused file: it aborts too. */
+const asError = (error: unknown): Error =>
+  (error || new Error('pathgate: the fileFilter failed without an error')) as Error;

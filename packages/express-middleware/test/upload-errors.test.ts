@@ -129,6 +129,33 @@ describe("the app's own errors pass through untouched", () => {
     expect(stored).toEqual([]);
   });
 
+  it('an async fileFilter that rejects: its error reaches the error handler, nothing unhandled, no hang', async () => {
+    const boom = new Error('lookup failed');
+    const fileFilter: multer.Options['fileFilter'] = async (_req, _file, _cb) => {
+      await Promise.resolve();
+      throw boom;
+    };
+    const { res, seen, stored } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json, seen, stored]).toEqual([500, { error: 'internal' }, [boom], []]);
+  });
+
+  it('a fileFilter that throws undefined still fails the request: not read as a refused file', async () => {
+    const fileFilter: multer.Options['fileFilter'] = () => {
+      throw undefined;
+    };
+    const { res, seen, stored } = await uploadTo({ fileFilter }, (up) => up.array('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json, seen.length, stored]).toEqual([
+      500,
+      { error: 'internal' },
+      1,
+      [],
+    ]);
+  });
+
   it('a storage engine that fails with a string: the error handler gets the string', async () => {
     const storage: StorageEngine = {
       _handleFile: (_req, file, cb) => {
