@@ -1,6 +1,7 @@
 import { UNEXPECTED_FILE } from '@pathgate/core';
 import type { Request } from 'express';
 import type { FileFilterCallback, Options } from 'multer';
+import { callCatching } from './app-call.js';
 import { PathgateDeniedError } from './errors.js';
 import { uploadOf } from './upload.js';
 
@@ -44,21 +45,6 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
       (cb as (error: Error | null, include?: boolean) => void)(error, include);
     }) as FileFilterCallback;
     if (!userFilter) return accept(null, true);
-    // Thrown inside busboy's event, or rejected by an async filter that never
-    // calls back: uncaught, it would crash the process and leave the request hanging.
-    const fail = (error: unknown) => accept(asError(error));
-    try {
-      const result: unknown = userFilter(req, file, accept);
-      if (isPromiseLike(result)) result.then(undefined, fail);
-    } catch (error) {
-      fail(error);
-    }
+    callCatching(() => userFilter(req, file, accept), accept);
   };
 }
-
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
-  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
-
-/** A falsy error (`throw undefined`) would read as a refused file: it aborts too. */
-const asError = (error: unknown): Error =>
-  (error || new Error('pathgate: the fileFilter failed without an error')) as Error;

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
+import type { Writable } from 'node:stream';
 import type { Request, RequestHandler } from 'express';
 import type { Multer, Options, StorageEngine } from 'multer';
+import { callCatching } from './app-call.js';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';
@@ -140,7 +142,11 @@ export function createMulter(
     streamHandler &&
     ((req, parser) => {
       watchParts(req, parser);
-      streamHandler(req, parser);
+      // busboy's error aborts multer, which calls back with it.
+      callCatching(
+        () => streamHandler(req, parser),
+        (error) => (parser as Writable).destroy(error),
+      );
     });
   const instance = multer({
     ...rest,

@@ -156,6 +156,18 @@ describe("the app's own errors pass through untouched", () => {
     ]);
   });
 
+  it('an async streamHandler that rejects before feeding busboy: its error reaches the handler, no hang', async () => {
+    const boom = new Error('raw body unavailable');
+    const streamHandler = async () => {
+      await Promise.resolve();
+      throw boom;
+    };
+    const { res, seen, stored } = await uploadTo({ streamHandler }, (up) => up.array('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json, seen, stored]).toEqual([500, { error: 'internal' }, [boom], []]);
+  });
+
   it('a storage engine that fails with a string: the error handler gets the string', async () => {
     const storage: StorageEngine = {
       _handleFile: (_req, file, cb) => {

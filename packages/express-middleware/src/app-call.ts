@@ -1,0 +1,20 @@
+/**
+ * Calls a function of the app's that multer calls inside busboy's events
+ * with no catch (a `fileFilter`, a `streamHandler`). A throw, or a
+ * rejection of the promise an async one returns, goes to `onFailed`:
+ * uncaught, it would crash the process and leave the request waiting for a
+ * callback or a body that never comes. A falsy error (`throw undefined`)
+ * becomes an Error, so it fails the request instead of reading as success.
+ */
+export function callCatching(call: () => unknown, onFailed: (error: Error) => void): void {
+  const fail = (error: unknown) =>
+    onFailed((error || new Error('pathgate: a multer option failed without an error')) as Error);
+  try {
+    const returned = call();
+    const then = (returned as { then?: unknown } | null | undefined)?.then;
+    if (typeof then === 'function')
+      (then as PromiseLike<unknown>['then']).call(returned, undefined, fail);
+  } catch (error) {
+    fail(error);
+  }
+}
