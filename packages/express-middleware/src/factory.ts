@@ -8,7 +8,8 @@ import {
 } from '@pathgate/core';
 import type { StorageEngine } from 'multer';
 import { type PathgateHandler, routeMiddleware } from './middleware.js';
-import { createMulter, type PathgateMulter, type PathgateMulterOptions } from './multer.js';
+import { createMulter, type PathgateMulter } from './multer.js';
+import type { PathgateMulterOptions } from './multer-options.js';
 import { type PathgateOptions, readOptions } from './options.js';
 import { makeDeny } from './reply.js';
 import { valuesReader } from './route-values.js';

@@ -10,7 +10,8 @@ export type { StorageCode } from './errors.js';
 export { PathgateDeniedError, PathgateStorageError, STORAGE_CODES } from './errors.js';
 export type { Pathgate } from './factory.js';
 export type { PathgateHandler } from './middleware.js';
-export type { PathgateMulter, PathgateMulterOptions } from './multer.js';
+export type { PathgateMulter } from './multer.js';
+export type { PathgateMulterOptions } from './multer-options.js';
 export type {
   DenyHandler,
   DenyHandling,

@@ -1,83 +1,32 @@
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import type { Request, RequestHandler } from 'express';
-import type { Multer, Options, StorageEngine } from 'multer';
+import type { Multer, StorageEngine } from 'multer';
 import { callCatching } from './app-call.js';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';
+import { failMulter, readMulterOptions, type StreamHandler } from './multer-options.js';
 import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
 import { markUploadHandler, takeRouteStates } from './route-state.js';
 import { Upload, uploadOf } from './upload.js';
 
-/** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
-type StreamHandler = (req: Request, parser: unknown) => void;
-
-/**
- * multer's options, minus the three pathgate sets itself: `preservePath`
- * (`true`: the policy must see `../x`, which busboy would strip to `x`),
- * `defParamCharset` (`'utf8'`: multer's default is latin1) and `dest`
- * (files go to `file.pathgatePath`; give `storage` to store elsewhere).
- */
-export interface PathgateMulterOptions
-  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest'> {
-  /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
-  streamHandler?: StreamHandler | undefined;
-}
-
 /** multer's instance, each middleware maker returning a `PathgateHandler` (the route's params stay typed). */
 export type PathgateMulter = {
   [Method in keyof Multer]: (...args: Parameters<Multer[Method]>) => PathgateHandler;
 };
 
-const RESERVED = ['preservePath', 'defParamCharset', 'dest'] as const;
 const METHODS = ['single', 'array', 'fields', 'any', 'none'] as const;
-
-function fail(message: string): never {
-  throw new TypeError(`pathgate: gate.multer(): ${message}`);
-}
 
 /** multer is an optional peer dependency: loaded on first use, with a clear error if absent. */
 function loadMulter(): (options: object) => Multer {
   try {
     return createRequire(import.meta.url)('multer');
   } catch {
-    return fail('needs the multer package (npm install multer@^2.1)');
+    return failMulter('needs the multer package (npm install multer@^2.1)');
   }
-}
-
-/**
- * A storage the gate can store with and take back a denied request's files
- * from. multer reads any other value (`null`, a path) as no storage and
- * keeps files in memory; pathgate would use its disk storage: neither is
- * what was asked for.
- */
-const isStorageEngine = (storage: unknown): boolean =>
-  typeof storage === 'object' &&
-  storage !== null &&
-  typeof (storage as StorageEngine)._handleFile === 'function' &&
-  typeof (storage as StorageEngine)._removeFile === 'function';
-
-function readMulterOptions(options: unknown): PathgateMulterOptions {
-  if (typeof options !== 'object' || options === null) fail('options must be an object');
-  for (const key of RESERVED) {
-    if ((options as Record<string, unknown>)[key] !== undefined) {
-      fail(`option ${key} is set by pathgate`);
-    }
-  }
-  const { fileFilter, streamHandler, storage } = options as PathgateMulterOptions;
-  if (storage !== undefined && !isStorageEngine(storage)) {
-    fail('option storage must be a multer storage engine (with _handleFile and _removeFile)');
-  }
-  if (fileFilter !== undefined && typeof fileFilter !== 'function') {
-    fail('option fileFilter must be a function');
-  }
-  if (streamHandler !== undefined && typeof streamHandler !== 'function') {
-    fail('option streamHandler must be a function');
-  }
-  return options as PathgateMulterOptions;
 }
 
 /** The gate's side of an upload: what every wrapped multer middleware shares. */

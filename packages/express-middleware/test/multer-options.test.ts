@@ -1,21 +1,123 @@
 import { describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
+import { filePart, onApp, upload } from './helpers.js';
 
 // gate.multer(options) is validated when it is called: options that are not
-// an object are a TypeError naming them, never silently spread into multer's.
+// an object, a key neither multer nor pathgate reads, or limits of a shape
+// multer would ignore are a TypeError naming them. A typo must never leave
+// an upload without the limit it was meant to set.
+
+const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
+
+/** The TypeError message `gate.multer(options)` throws. */
+function thrown(options: unknown): string {
+  try {
+    gate.multer(options as never);
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a TypeError');
+}
 
 describe('gate.multer(options) that are not an object', () => {
-  const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
   const ROWS: readonly (readonly [string, unknown])[] = [
     ['a string', 'uploads'],
     ['a number', 42],
     ['a boolean', true],
     ['a function', () => ({})],
+    ['an array', [{ limits: { fileSize: 1 } }]],
   ];
   it.each(ROWS)('%s → TypeError', (_name, options) => {
-    expect(() => gate.multer(options as never)).toThrow(
-      new TypeError('pathgate: gate.multer(): options must be an object'),
+    expect(thrown(options)).toBe('pathgate: gate.multer(): options must be an object');
+  });
+});
+
+describe('gate.multer(options): a key neither multer nor pathgate reads', () => {
+  const ROWS: readonly (readonly [string, unknown, string])[] = [
+    [
+      'limit (for limits)',
+      { limit: { fileSize: 1e6 } },
+      'unknown option "limit" (did you mean limits?)',
+    ],
+    [
+      'filefilter',
+      { filefilter: () => {} },
+      'unknown option "filefilter" (did you mean fileFilter?)',
+    ],
+    [
+      'Storage',
+      { Storage: gate.diskStorage() },
+      'unknown option "Storage" (did you mean storage?)',
+    ],
+    ['maxFileSize', { maxFileSize: 1e6 }, 'unknown option "maxFileSize"'],
+    ['beside valid ones', { limits: { files: 1 }, overwrite: true }, 'unknown option "overwrite"'],
+  ];
+  it.each(ROWS)('%s → TypeError naming it', (_name, options, message) => {
+    expect(thrown(options)).toBe(`pathgate: gate.multer(): ${message}`);
+  });
+});
+
+describe('gate.multer(options): limits multer would ignore', () => {
+  const SHAPE = 'option limits must be an object or a function';
+  const ROWS: readonly (readonly [string, unknown, string])[] = [
+    ['a number', 1e6, SHAPE],
+    ['a string', '1mb', SHAPE],
+    ['true', true, SHAPE],
+    ['null', null, SHAPE],
+    ['an array', [1e6], SHAPE],
+    ['filesize', { filesize: 1e6 }, 'unknown limit "filesize" (did you mean fileSize?)'],
+    ['file (for files)', { file: 1 }, 'unknown limit "file" (did you mean files?)'],
+    ['maxSize', { maxSize: 1e6 }, 'unknown limit "maxSize"'],
+  ];
+  it.each(ROWS)('limits %s → TypeError', (_name, limits, message) => {
+    expect(thrown({ limits })).toBe(`pathgate: gate.multer(): ${message}`);
+  });
+});
+
+describe("gate.multer(options): multer 2.x's documented options are taken", () => {
+  it('each option multer reads and pathgate does not set', () => {
+    const options = {
+      storage: gate.diskStorage(),
+      fileFilter: () => {},
+      limits: {
+        fieldNameSize: 100,
+        fieldSize: 1024,
+        fields: 10,
+        fileSize: 1024,
+        files: 2,
+        parts: 12,
+        headerPairs: 100,
+        fieldNestingDepth: 2,
+        fieldArrayIndexLimit: 10,
+      },
+      defCharset: 'utf8',
+      highWaterMark: 64 * 1024,
+      fileHwm: 16 * 1024,
+      streamHandler: () => {},
+    };
+    expect(typeof gate.multer(options as never).single).toBe('function');
+  });
+
+  it('a key holding undefined counts as absent, known or not', () => {
+    expect(typeof gate.multer({ limit: undefined, limits: undefined } as never).any).toBe(
+      'function',
     );
-    expect(() => gate.multer(options as never)).toThrow(TypeError);
+  });
+
+  it('limits given as a function of the request still limit each upload', async () => {
+    const status = await onApp(
+      (_root, app) => {
+        const perRequest = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
+        const small = perRequest.multer({ limits: () => ({ fileSize: 4 }) } as never);
+        app.post('/up', perRequest.write({ file: 'f', under: 'uploads' }), small.single('f'));
+      },
+      async (port, _root, errors) => {
+        const res = await upload(port, '/up', [filePart('f', 'big.txt', 'x'.repeat(100))]);
+        expect(errors).toHaveLength(1);
+        return res.json;
+      },
+    );
+    expect(status).toMatchObject({ code: 'LIMIT_FILE_SIZE' });
   });
 });

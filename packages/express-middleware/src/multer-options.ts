@@ -1,0 +1,98 @@
+import type { Request } from 'express';
+import type { Options, StorageEngine } from 'multer';
+
+/** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
+export type StreamHandler = (req: Request, parser: unknown) => void;
+
+/**
+ * multer's options, minus the three pathgate sets itself: `preservePath`
+ * (`true`: the policy must see `../x`, which busboy would strip to `x`),
+ * `defParamCharset` (`'utf8'`: multer's default is latin1) and `dest`
+ * (files go to `file.pathgatePath`; give `storage` to store elsewhere).
+ */
+export interface PathgateMulterOptions
+  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest'> {
+  /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
+  streamHandler?: StreamHandler | undefined;
+}
+
+const RESERVED = ['preservePath', 'defParamCharset', 'dest'] as const;
+/** What multer 2.x reads besides `RESERVED`: any other key is a typo, never ignored. */
+const PASSED_ON = [
+  'storage',
+  'fileFilter',
+  'limits',
+  'defCharset',
+  'highWaterMark',
+  'fileHwm',
+  'streamHandler',
+];
+/** multer's documented limits: busboy ignores any other, so a misspelt one would limit nothing. */
+const LIMITS = [
+  'fieldNameSize',
+  'fieldSize',
+  'fields',
+  'fileSize',
+  'files',
+  'parts',
+  'headerPairs',
+  'fieldNestingDepth',
+  'fieldArrayIndexLimit',
+];
+
+export function failMulter(message: string): never {
+  throw new TypeError(`pathgate: gate.multer(): ${message}`);
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Fails on a key of `given` that is not in `known` (one holding `undefined` is absent), hinting at a near miss. */
+function refuseUnknown(given: Record<string, unknown>, known: readonly string[], what: string) {
+  const loose = (key: string) => key.toLowerCase().replace(/s$/, '');
+  for (const key of Object.keys(given)) {
+    if (known.includes(key) || given[key] === undefined) continue;
+    const near = known.find((name) => loose(name) === loose(key));
+    failMulter(`unknown ${what} "${key}"${near ? ` (did you mean ${near}?)` : ''}`);
+  }
+}
+
+/**
+ * A storage the gate can store with and take back a denied request's files
+ * from. multer reads any other value (`null`, a path) as no storage and
+ * keeps files in memory; pathgate would use its disk storage: neither is
+ * what was asked for.
+ */
+const isStorageEngine = (storage: unknown): boolean =>
+  typeof storage === 'object' &&
+  storage !== null &&
+  typeof (storage as StorageEngine)._handleFile === 'function' &&
+  typeof (storage as StorageEngine)._removeFile === 'function';
+
+/** multer reads limits of any other shape (a number, `null`, an array) as none. */
+function readLimits(limits: unknown): void {
+  if (limits === undefined || typeof limits === 'function') return;
+  if (!isRecord(limits)) failMulter('option limits must be an object or a function');
+  refuseUnknown(limits, LIMITS, 'limit');
+}
+
+/** Validates `gate.multer(options)` once: every problem is a TypeError naming the option. */
+export function readMulterOptions(options: unknown): PathgateMulterOptions {
+  if (!isRecord(options)) failMulter('options must be an object');
+  for (const key of RESERVED) {
+    if (options[key] !== undefined) failMulter(`option ${key} is set by pathgate`);
+  }
+  refuseUnknown(options, PASSED_ON, 'option');
+  const { fileFilter, streamHandler, storage, limits } = options as PathgateMulterOptions;
+  if (storage !== undefined && !isStorageEngine(storage)) {
+    failMulter('option storage must be a multer storage engine (with _handleFile and _removeFile)');
+  }
+  if (fileFilter !== undefined && typeof fileFilter !== 'function') {
+    failMulter('option fileFilter must be a function');
+  }
+  if (streamHandler !== undefined && typeof streamHandler !== 'function') {
+    failMulter('option streamHandler must be a function');
+  }
+  readLimits(limits);
+  return options as PathgateMulterOptions;
+}
