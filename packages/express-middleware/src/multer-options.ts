@@ -11,7 +11,15 @@ export type StreamHandler = (req: Request, parser: unknown) => void;
  * (files go to `file.pathgatePath`; give `storage` to store elsewhere).
  */
 export interface PathgateMulterOptions
-  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest'> {
+  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest' | 'limits'> {
+  /** multer's limits, or (multer 2.x) a function of the request returning them. Default: none. */
+  limits?: Options['limits'] | ((req: Request) => Options['limits']);
+  /** multer 2.x: the charset of text fields that declare none. Default `'utf8'`. */
+  defCharset?: string | undefined;
+  /** multer 2.x: busboy's `highWaterMark`. Default: busboy's. */
+  highWaterMark?: number | undefined;
+  /** multer 2.x: each file stream's `highWaterMark`. Default: busboy's. */
+  fileHwm?: number | undefined;
   /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
   streamHandler?: StreamHandler | undefined;
 }

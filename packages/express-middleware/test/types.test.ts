@@ -77,6 +77,13 @@ describe('types', () => {
     // An optional field holding undefined counts as absent.
     gate.diskStorage({ overwrite: undefined });
     gate.multer({ streamHandler: undefined });
+    // multer 2.x options @types/multer lacks: taken at run time, so typed.
+    gate.multer({
+      defCharset: 'latin1',
+      highWaterMark: 64 * 1024,
+      fileHwm: 16 * 1024,
+      limits: (req) => ({ fileSize: req.ip === '127.0.0.1' ? 1e9 : 1e6 }),
+    });
     // Compiled, never run: each call is a type error.
     const typeErrors = () => {
       // @ts-expect-error a spec names exactly one source
@@ -87,6 +94,8 @@ describe('types', () => {
       gate.write({ file: false });
       // @ts-expect-error pathgate sets preservePath itself
       gate.multer({ preservePath: false });
+      // @ts-expect-error an unknown key (it throws too): limits is meant
+      gate.multer({ limit: { fileSize: 1 } });
       // @ts-expect-error errors is 'respond' or 'next'
       pathgate({ fs: [], errors: 'throw' });
     };
