@@ -77,15 +77,44 @@ const isStorageEngine = (storage: unknown): boolean =>
   typeof (storage as StorageEngine)._handleFile === 'function' &&
   typeof (storage as StorageEngine)._removeFile === 'function';
 
-/** multer reads limits of any other shape (a number, `null`, an array) as none. */
-function readLimits(limits: unknown): void {
-  if (limits === undefined || typeof limits === 'function') return;
-  if (!isRecord(limits)) failMulter('option limits must be an object or a function');
-  refuseUnknown(limits, LIMITS, 'limit');
+/**
+ * The multer release that first reads an option or limit: the peer range
+ * starts at 2.1, and an older multer ignores it, so a limit would limit
+ * nothing and a `limits` function would leave the upload with none.
+ */
+const SINCE: Readonly<Record<string, readonly [number, number]>> = {
+  fieldNestingDepth: [2, 2],
+  fieldArrayIndexLimit: [2, 3],
+  'limits as a function': [2, 4],
+  defCharset: [2, 4],
+  highWaterMark: [2, 4],
+  fileHwm: [2, 4],
+  streamHandler: [2, 4],
+};
+
+/** Fails when the installed multer (`version`, `major.minor.patch`) is older than `name` needs. */
+function needsRelease(name: string, version: string): void {
+  const since = SINCE[name];
+  if (since === undefined) return;
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  if (major > since[0] || (major === since[0] && minor >= since[1])) return;
+  failMulter(`${name} needs multer ${since.join('.')} or later (installed: ${version})`);
 }
 
-/** Validates `gate.multer(options)` once: every problem is a TypeError naming the option. */
-export function readMulterOptions(options: unknown): PathgateMulterOptions {
+/** multer reads limits of any other shape (a number, `null`, an array) as none. */
+function readLimits(limits: unknown, version: string): void {
+  if (limits === undefined) return;
+  if (typeof limits === 'function') return needsRelease('limits as a function', version);
+  if (!isRecord(limits)) failMulter('option limits must be an object or a function');
+  refuseUnknown(limits, LIMITS, 'limit');
+  for (const key of Object.keys(limits)) if (limits[key] !== undefined) needsRelease(key, version);
+}
+
+/**
+ * Validates `gate.multer(options)` once, against the installed multer's
+ * `version`: every problem is a TypeError naming the option.
+ */
+export function readMulterOptions(options: unknown, version: string): PathgateMulterOptions {
   if (!isRecord(options)) failMulter('options must be an object');
   for (const key of RESERVED) {
     if (options[key] !== undefined) failMulter(`option ${key} is set by pathgate`);
@@ -101,6 +130,8 @@ export function readMulterOptions(options: unknown): PathgateMulterOptions {
   if (streamHandler !== undefined && typeof streamHandler !== 'function') {
     failMulter('option streamHandler must be a function');
   }
-  readLimits(limits);
+  readLimits(limits, version);
+  for (const key of Object.keys(options))
+    if (options[key] !== undefined) needsRelease(key, version);
   return options as PathgateMulterOptions;
 }

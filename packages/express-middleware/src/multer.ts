@@ -20,10 +20,16 @@ export type PathgateMulter = {
 
 const METHODS = ['single', 'array', 'fields', 'any', 'none'] as const;
 
+interface MulterPackage {
+  readonly multer: (options: object) => Multer;
+  readonly version: string;
+}
+
 /** multer is an optional peer dependency: loaded on first use, with a clear error if absent. */
-function loadMulter(): (options: object) => Multer {
+function loadMulter(): MulterPackage {
+  const require = createRequire(import.meta.url);
   try {
-    return createRequire(import.meta.url)('multer');
+    return { multer: require('multer'), version: require('multer/package.json').version };
   } catch {
     return failMulter('needs the multer package (npm install multer@^2.1)');
   }
@@ -84,8 +90,8 @@ export function createMulter(
   defaultStorage: () => StorageEngine,
   options: unknown = {},
 ): PathgateMulter {
-  const { fileFilter, streamHandler, ...rest } = readMulterOptions(options);
-  const multer = loadMulter();
+  const { multer, version } = loadMulter();
+  const { fileFilter, streamHandler, ...rest } = readMulterOptions(options, version);
   const storage = rest.storage ?? defaultStorage();
   const watched: StreamHandler | undefined =
     streamHandler &&

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
+import { readMulterOptions } from '../src/multer-options.js';
 import { filePart, onApp, upload } from './helpers.js';
 
 // gate.multer(options) is validated when it is called: options that are not
@@ -119,5 +120,37 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
       },
     );
     expect(status).toMatchObject({ code: 'LIMIT_FILE_SIZE' });
+  });
+});
+
+describe('gate.multer(options): what an older multer of the peer range would ignore', () => {
+  // The peer range starts at multer 2.1; these arrived later, and an older
+  // multer ignores them (a limit that limits nothing, no limits at all).
+  const NEWER: readonly (readonly [string, object, string])[] = [
+    ['fieldNestingDepth', { limits: { fieldNestingDepth: 2 } }, '2.2'],
+    ['fieldArrayIndexLimit', { limits: { fieldArrayIndexLimit: 10 } }, '2.3'],
+    ['limits as a function', { limits: () => ({ fileSize: 1 }) }, '2.4'],
+    ['defCharset', { defCharset: 'utf8' }, '2.4'],
+    ['highWaterMark', { highWaterMark: 1024 }, '2.4'],
+    ['fileHwm', { fileHwm: 1024 }, '2.4'],
+    ['streamHandler', { streamHandler: () => {} }, '2.4'],
+  ];
+
+  it.each(NEWER)('%s: refused below multer %s, taken from it on', (name, options, since) => {
+    const [major, minor] = since.split('.').map(Number) as [number, number];
+    const older = `${major}.${minor - 1}.9`;
+    expect(() => readMulterOptions(options, older)).toThrow(
+      `pathgate: gate.multer(): ${name} needs multer ${since} or later (installed: ${older})`,
+    );
+    expect(readMulterOptions(options, `${since}.0`)).toBe(options);
+    expect(readMulterOptions(options, '3.0.0-alpha.2')).toBe(options);
+  });
+
+  it('what multer 2.1 reads is taken from it', () => {
+    const options = {
+      limits: { fileSize: 1, files: 2, fields: 3, parts: 4 },
+      fileFilter: () => {},
+    };
+    expect(readMulterOptions(options, '2.1.0')).toBe(options);
   });
 });
