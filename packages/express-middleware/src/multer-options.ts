@@ -104,7 +104,10 @@ function needsRelease(name: string, version: string): void {
 /** multer reads limits of any other shape (a number, `null`, an array) as none. */
 function readLimits(limits: unknown, version: string): void {
   if (limits === undefined) return;
-  if (typeof limits === 'function') return needsRelease('limits as a function', version);
+  if (typeof limits === 'function') {
+    needsRelease('limits as a function', version);
+    return;
+  }
   if (!isRecord(limits)) failMulter('option limits must be an object or a function');
   refuseUnknown(limits, LIMITS, 'limit');
   for (const key of Object.keys(limits)) if (limits[key] !== undefined) needsRelease(key, version);
