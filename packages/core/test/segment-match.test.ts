@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkFs, PermissionPolicy } from '../src/index.js';
+import { instance, NAME_CHARS, referenceMatch, segmentPieces } from './glob-reference.js';
 
 // One glob segment against one name: `*`, `?`, literals and classes, astral
 // code points among them, decided as a regular expression over code points
@@ -57,4 +58,36 @@ describe('a glob segment against a name', () => {
       ]);
     }
   });
+});
+
+describe('a glob segment against a name, over DESIGN’s whole segment grammar', () => {
+  const randomName = fc.array(fc.constantFrom(...NAME_CHARS), { minLength: 1, maxLength: 10 });
+  const cases = fc
+    .tuple(segmentPieces, fc.array(fc.nat(), { minLength: 1 }), randomName, fc.nat(2))
+    // Two in three names fit the pattern by construction, so both answers are tried.
+    .map(([pieces, picks, random, draw]) => {
+      const drawn = instance(pieces, picks);
+      return { pieces, name: draw === 0 || drawn === '' ? random.join('') : drawn };
+    })
+    .filter(({ name }) => name !== '.' && name !== '..');
+
+  it.each([false, true])(
+    'decides as a matcher written from DESIGN does (dot: %s)',
+    (dot) => {
+      fc.assert(
+        fc.property(cases, ({ pieces, name }) => {
+          const glob = pieces.map((p) => p.text).join('');
+          const policy = new PermissionPolicy({
+            root: '/srv',
+            permissions: { fs: [`./x/${glob}`] },
+            dot,
+          });
+          const allowed = checkFs(policy, `x/${name}`, 'read').outcome === 'allow';
+          expect([glob, name, allowed]).toEqual([glob, name, referenceMatch(pieces, name, dot)]);
+        }),
+        { numRuns: 4000 },
+      );
+    },
+    30_000,
+  );
 });

@@ -1,0 +1,165 @@
+import fc from 'fast-check';
+
+/**
+ * An oracle for one glob segment, written from DESIGN's glob table alone:
+ * generated pieces carry both their text and what they match, braces are
+ * expanded by hand, and a name is matched by plain backtracking over its
+ * code points. Nothing here shares code with src/.
+ */
+
+/** What one element of an expanded alternative matches. */
+export type Atom = { star: true } | { star: false; test: (cp: string) => boolean; dot: boolean };
+
+/** A piece of a segment: its glob text and the alternatives it expands to. */
+export interface Piece {
+  readonly text: string;
+  readonly alternatives: readonly (readonly Atom[])[];
+}
+
+/** Code points a name is made of: astral ones, both sides of the surrogate gap, glob syntax. */
+export const NAME_CHARS = [
+  'a',
+  'b',
+  '.',
+  '-',
+  ']',
+  '[',
+  '*',
+  '?',
+  '\\',
+  '{',
+  ',',
+  'é',
+  '\uD7FF',
+  '\uE000',
+  '\uFFFD',
+  '😀',
+  '😁',
+  '𝒜',
+] as const;
+
+const one = (atom: Atom): Piece['alternatives'] => [[atom]];
+const literal = (c: string): Atom => ({ star: false, test: (cp) => cp === c, dot: c === '.' });
+const wildcard = (test: (cp: string) => boolean): Atom => ({ star: false, test, dot: false });
+
+/** Characters that mean something in a glob (or in a brace or class) are written escaped. */
+const SPECIAL = new Set(['*', '?', '[', ']', '{', '}', ',', '\\', '-', '!', '^']);
+
+const literalPiece = fc.oneof(
+  fc.constantFrom(...NAME_CHARS.filter((c) => !SPECIAL.has(c))).map((c) => ({
+    text: c,
+    alternatives: one(literal(c)),
+  })),
+  fc.constantFrom(...NAME_CHARS).map((c) => ({ text: `\\${c}`, alternatives: one(literal(c)) })),
+);
+
+const cp = (c: string) => c.codePointAt(0) as number;
+const inRange = (lo: string, hi: string) => (c: string) => cp(c) >= cp(lo) && cp(c) <= cp(hi);
+
+/** Classes written as DESIGN allows: `]` first, `-` at an end, negations, ranges over astral points. */
+const CLASSES: readonly (readonly [string, (c: string) => boolean])[] = [
+  ['[ab]', (c) => c === 'a' || c === 'b'],
+  ['[!a]', (c) => c !== 'a'],
+  ['[^a]', (c) => c !== 'a'],
+  ['[.]', (c) => c === '.'],
+  ['[!.]', (c) => c !== '.'],
+  ['[]a]', (c) => c === ']' || c === 'a'],
+  ['[!]]', (c) => c !== ']'],
+  ['[^]a]', (c) => c !== ']' && c !== 'a'],
+  ['[a-]', (c) => c === 'a' || c === '-'],
+  ['[-a]', (c) => c === 'a' || c === '-'],
+  ['[\\]\\-]', (c) => c === ']' || c === '-'],
+  ['[😀-😁]', inRange('😀', '😁')],
+  ['[!😀-😁]', (c) => !inRange('😀', '😁')(c)],
+  ['[😁😀]', (c) => c === '😀' || c === '😁'],
+  ['[a-é]', inRange('a', 'é')],
+  ['[\uD7FF-\uE000]', inRange('\uD7FF', '\uE000')],
+  ['[\uE000-😀]', inRange('\uE000', '😀')],
+  ['[!\uE000-\u{10FFFF}]', (c) => !inRange('\uE000', '\u{10FFFF}')(c)],
+  ['[*?]', (c) => c === '*' || c === '?'],
+  ['[\\\\\\[]', (c) => c === '\\' || c === '['],
+  ['[𝒜]', (c) => c === '𝒜'],
+];
+
+const simplePiece: fc.Arbitrary<Piece> = fc.oneof(
+  { weight: 4, arbitrary: literalPiece },
+  { weight: 2, arbitrary: fc.constant({ text: '?', alternatives: one(wildcard(() => true)) }) },
+  { weight: 2, arbitrary: fc.constant({ text: '*', alternatives: one({ star: true }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.constant({ text: '**', alternatives: [[{ star: true }, { star: true }]] }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom(...CLASSES)
+      .map(([text, test]) => ({ text, alternatives: one(wildcard(test)) })),
+  },
+);
+
+/** The alternatives of pieces in a row: every choice of each, joined. */
+export function expand(pieces: readonly Piece[]): Atom[][] {
+  let results: Atom[][] = [[]];
+  for (const p of pieces) {
+    results = results.flatMap((head) => p.alternatives.map((alt) => [...head, ...alt]));
+  }
+  return results;
+}
+
+const sequence = (piece: fc.Arbitrary<Piece>, max: number) =>
+  fc.array(piece, { minLength: 0, maxLength: max });
+
+/** `{a,b}` whose alternatives hold the other syntax, and (once) braces again. */
+const bracePiece = (inner: fc.Arbitrary<Piece>): fc.Arbitrary<Piece> =>
+  fc.array(sequence(inner, 3), { minLength: 1, maxLength: 3 }).map((alts) => ({
+    text: `{${alts.map((a) => a.map((p) => p.text).join('')).join(',')}}`,
+    alternatives: alts.flatMap(expand),
+  }));
+
+const nested = fc.oneof({ weight: 5, arbitrary: simplePiece }, bracePiece(simplePiece));
+const piece = fc.oneof({ weight: 6, arbitrary: simplePiece }, bracePiece(nested));
+
+/** At most 1,024 alternatives, as rule.ts allows. */
+export const segmentPieces = fc
+  .array(piece, { minLength: 1, maxLength: 8 })
+  .filter((pieces) => pieces.reduce((n, p) => n * p.alternatives.length, 1) <= 1024);
+
+/** Whether `atoms` match the code points `name` from `i` and `j` on. */
+function matchAtoms(atoms: readonly Atom[], name: readonly string[], i = 0, j = 0): boolean {
+  if (i === atoms.length) return j === name.length;
+  const atom = atoms[i] as Atom;
+  if (atom.star) {
+    for (let k = j; k <= name.length; k++) if (matchAtoms(atoms, name, i + 1, k)) return true;
+    return false;
+  }
+  return j < name.length && atom.test(name[j] as string) && matchAtoms(atoms, name, i + 1, j + 1);
+}
+
+/** DESIGN's answer for a segment written as `pieces` against one path segment. */
+export function referenceMatch(pieces: readonly Piece[], name: string, dot: boolean): boolean {
+  const points = Array.from(name);
+  return expand(pieces).some((atoms) => {
+    const first = atoms[0];
+    // Dotfiles: only an alternative beginning with a literal `.` reaches one.
+    if (!dot && name.startsWith('.') && !(first && !first.star && first.dot)) return false;
+    return matchAtoms(atoms, points);
+  });
+}
+
+/**
+ * A name some alternative of `pieces` matches, drawn by `picks`: each
+ * wildcard takes a fitting code point, each star a few.
+ */
+export function instance(pieces: readonly Piece[], picks: readonly number[]): string {
+  const alternatives = expand(pieces);
+  let k = 0;
+  const pick = () => picks[k++ % picks.length] as number;
+  const atoms = alternatives[pick() % alternatives.length] as Atom[];
+  let name = '';
+  for (const atom of atoms) {
+    const fits = atom.star ? NAME_CHARS : NAME_CHARS.filter(atom.test);
+    const count = atom.star ? pick() % 3 : 1;
+    for (let n = 0; n < count && fits.length > 0; n++) name += fits[pick() % fits.length];
+  }
+  return name;
+}
