@@ -38,7 +38,8 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     const accept = ((error: Error | null, include?: boolean) => {
       // The first answer decides: multer would hand the one stream to storage
       // again (a hang, or a file written from the rest of a part it drained).
-      // A later error still aborts the request.
+      // A later error still aborts the request, while multer reads it.
+      if (error && upload.finished) return upload.filterFailedLate(error);
       if (answered && !error) return;
       answered = true;
       if (!error && include && decision.kind === 'allow') upload.accepted.push(decision.file);

@@ -17,7 +17,8 @@ export type DenyHandling = 'respond' | 'next';
 export interface PathgateLogEntry {
   /**
    * `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring
-   * mistake; `'hook-failed'`: `onDeny` threw, or rejected (after the reply).
+   * mistake; `'hook-failed'`: `onDeny` threw, or rejected (after the reply),
+   * or a multer `fileFilter` failed after multer called back.
    */
   readonly event: 'report-only' | 'misconfigured' | 'hook-failed';
   readonly message: string;
@@ -31,7 +32,7 @@ export interface PathgateLogEntry {
    * Its first 1,024 characters and a count of the rest when longer (`loggedPath`).
    */
   readonly path?: string;
-  /** What the hook rejected with (`'hook-failed'`). */
+  /** What the hook threw or rejected with (`'hook-failed'`). */
   readonly error?: unknown;
 }
 

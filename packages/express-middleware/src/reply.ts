@@ -42,15 +42,20 @@ function describe(error: unknown): string {
 }
 
 /**
- * An `onDeny` that throws, or an async one that rejects (after the reply):
- * logged, never an unhandled rejection, and the deny goes on as if it had
- * returned nothing.
+ * An app function that failed where nothing can answer for it any more: an
+ * `onDeny` that throws, or an async one that rejects (after the reply; the
+ * deny goes on as if it had returned nothing), or a `fileFilter` that fails
+ * after multer called back. Logged, never an unhandled rejection.
  */
-function logFailed(settings: Settings, req: Request): (error: unknown) => void {
+export function logFailed(
+  settings: Settings,
+  req: Request,
+  hook: string,
+): (error: unknown) => void {
   return (error) =>
     settings.log({
       event: 'hook-failed',
-      message: `onDeny failed: ${describe(error)}`,
+      message: `${hook} failed: ${describe(error)}`,
       method: req.method,
       url: req.originalUrl,
       error,
@@ -88,7 +93,7 @@ export function makeDeny(settings: Settings): Deny {
     };
     const shaped = hookBody(
       () => onDeny && watchLateAnswers(res, begun, () => onDeny(denial, req, res)),
-      logFailed(settings, req),
+      logFailed(settings, req, 'onDeny'),
       res,
     );
     const answered = late || res.writableEnded || (res.headersSent && !sentBefore);

@@ -9,7 +9,7 @@ import type { StorageEngine } from 'multer';
 import { PathgateDeniedError } from './errors.js';
 import { onceRemoved } from './multer-abort.js';
 import type { Settings } from './options.js';
-import type { Deny } from './reply.js';
+import { type Deny, logFailed } from './reply.js';
 import { setPathgateInfo } from './request-info.js';
 import type { RouteState } from './route-state.js';
 import { storesSettled } from './storage.js';
@@ -126,6 +126,8 @@ export class Upload {
   readonly route: unknown;
   /** Answered or handed to `next(err)`: nothing more may reach the app. */
   settled = false;
+  /** multer called back: the body is read and the request went on (or failed) without it. */
+  finished = false;
   /** The files whose names passed and that were accepted for storage. */
   readonly accepted: CheckedFile[] = [];
   /** The fields of parts let through unchecked (report-only). */
@@ -285,8 +287,17 @@ export class Upload {
     void removeAll(this.parts.req, this.parts.storage);
   }
 
+  /**
+   * A user fileFilter's error after multer called back: handed to multer, it
+   * would remove the files the handler was already given. Logged instead.
+   */
+  filterFailedLate(error: Error): void {
+    logFailed(this.parts.settings, this.parts.req, 'fileFilter (after the upload was read)')(error);
+  }
+
   /** multer's callback: its error, or the body fields and required files, then the handler. */
   finish(error: unknown): void {
+    this.finished = true;
     if (this.pending) {
       // multer aborted with an error of its own first: ours never reached its removal, done by now.
       this.pending();

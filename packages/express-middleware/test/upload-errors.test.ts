@@ -1,8 +1,16 @@
 import express from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
-import { type PathgateMulterOptions, pathgate } from '../src/index.js';
-import { filePart, filesUnder, type RawPart, tempRoot, upload, withServed } from './helpers.js';
+import { type PathgateLogEntry, type PathgateMulterOptions, pathgate } from '../src/index.js';
+import {
+  filePart,
+  filesUnder,
+  type RawPart,
+  tempRoot,
+  until,
+  upload,
+  withServed,
+} from './helpers.js';
 
 // What reaches the app's error handler from a gate's multer middleware: a
 // multer limit is a 413, another multer refusal a 400, both exposed (the
@@ -211,5 +219,38 @@ describe('a user fileFilter that calls back twice: its first answer decides, a l
     ]);
     expect(res.json).toMatchObject({ reason: 'missing-path' });
     expect([res.status, stored]).toEqual([403, []]);
+  });
+
+  it('accepted, then its promise rejects after the answer: the stored file stays, the error is logged', async () => {
+    const dir = tempRoot();
+    const logged: PathgateLogEntry[] = [];
+    let rejectLate: () => void = () => {};
+    const boom = new Error('audit write failed');
+    const fileFilter: multer.Options['fileFilter'] = (_req, _file, cb) => {
+      cb(null, true);
+      return new Promise((_resolve, reject) => {
+        rejectLate = () => reject(boom);
+      }) as never;
+    };
+    try {
+      const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: (e) => logged.push(e) });
+      const app = express();
+      app.post('/up', gate.write(FILE), gate.multer({ fileFilter }).array('f'), (_req, res) => {
+        res.json({ ok: true });
+      });
+      await withServed(app, async (s) => {
+        const res = await upload(s.port, '/up', [filePart('f', 'a.txt', 'hello')]);
+        expect([res.status, filesUnder(dir.root)]).toEqual([200, ['uploads/a.txt']]);
+        rejectLate();
+        // multer alone, handed the error now, removes the file the handler was given.
+        await until(() => logged.length > 0 || filesUnder(dir.root).length === 0);
+        expect([filesUnder(dir.root), logged]).toEqual([
+          ['uploads/a.txt'],
+          [expect.objectContaining({ event: 'hook-failed', error: boom })],
+        ]);
+      });
+    } finally {
+      dir.remove();
+    }
   });
 });
