@@ -146,6 +146,27 @@ describe('resolveSymlinks', () => {
     expect(errorOf(() => resolveSymlinks(at(input))).code).toBe(code);
   });
 
+  it('counts PATH_MAX in UTF-8 bytes: 4,095 resolves, 4,096 is ENAMETOOLONG', () => {
+    // Names of 50 three-byte characters below a missing component, padded to the byte.
+    const ofBytes = (bytes: number) => {
+      let p = at('sandbox/missing');
+      while (Buffer.byteLength(p) + 152 < bytes) p += `/${'€'.repeat(50)}`;
+      p += '/';
+      while (Buffer.byteLength(p) + 3 <= bytes) p += '€';
+      return p + 'a'.repeat(bytes - Buffer.byteLength(p));
+    };
+    const under = ofBytes(4095);
+    expect([Buffer.byteLength(under), resolveSymlinks(under)]).toEqual([
+      4095,
+      expected(under.slice(base.length)),
+    ]);
+    const over = ofBytes(4096);
+    expect([Buffer.byteLength(over), errorOf(() => resolveSymlinks(over)).code]).toEqual([
+      4096,
+      'ENAMETOOLONG',
+    ]);
+  });
+
   it.each([
     ['a relative path', 'sandbox/file.txt'],
     ['an empty path', ''],
