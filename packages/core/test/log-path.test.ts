@@ -20,4 +20,10 @@ describe('loggedPath', () => {
     expect(shown.startsWith(`/${'a'.repeat(1022)}… (`)).toBe(true);
     expect(shown.isWellFormed()).toBe(true);
   });
+
+  it('keeps a pair that ends at the 1,024th character, and cuts after it', () => {
+    const whole = `/${'a'.repeat(1021)}😀`;
+    expect(loggedPath(whole)).toBe(whole);
+    expect(loggedPath(`${whole}b`)).toBe(`${whole}… (1 more characters)`);
+  });
 });
