@@ -67,9 +67,10 @@ export function hookBody(
 /**
  * Runs `call` (an `onDeny` hook) with each method `names` names on
  * `response` wrapped to call `onCall` once the method returned, then puts
- * them back as they were. How an adapter learns that the hook began an answer that has not
- * left when it returns (Fastify's `send` held back by an async `onSend`
- * hook, Express's `render` or `sendFile`): the adapter must then send none.
+ * them back as they were. How an adapter learns that the hook began an
+ * answer that has not left when it returns (Fastify's `send` held back by
+ * an async `onSend` hook, Express's `render` or `sendFile`): the adapter
+ * must then send none.
  */
 export function callWatching<T>(
   response: object,
