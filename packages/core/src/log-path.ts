@@ -11,5 +11,6 @@ export function loggedPath(path: string): string {
   if (path.length <= LOGGED_PATH_MAX) return path;
   const high = path.charCodeAt(LOGGED_PATH_MAX - 1);
   const end = high >= 0xd800 && high <= 0xdbff ? LOGGED_PATH_MAX - 1 : LOGGED_PATH_MAX;
-  return `${path.slice(0, end)}… (${path.length - end} more characters)`;
+  const left = path.length - end;
+  return `${path.slice(0, end)}… (${left} more character${left === 1 ? '' : 's'})`;
 }

@@ -24,6 +24,6 @@ describe('loggedPath', () => {
   it('keeps a pair that ends at the 1,024th character, and cuts after it', () => {
     const whole = `/${'a'.repeat(1021)}😀`;
     expect(loggedPath(whole)).toBe(whole);
-    expect(loggedPath(`${whole}b`)).toBe(`${whole}… (1 more characters)`);
+    expect(loggedPath(`${whole}b`)).toBe(`${whole}… (1 more character)`);
   });
 });
