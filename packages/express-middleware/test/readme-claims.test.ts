@@ -81,7 +81,7 @@ describe('README, the options table', () => {
 });
 
 describe('README, "Express 5 facts"', () => {
-  it("a host spec checks what req.get('host') reads; a trusted proxy's X-Forwarded-Host only if declared", async () => {
+  it("a host spec checks what req.get('host') reads; req.host behind a trusted proxy reads X-Forwarded-Host's first entry, which no spec checks", async () => {
     await onApp(
       (root, app) => {
         const gate = pathgate({ root, fs: ['*'] });
@@ -92,6 +92,13 @@ describe('README, "Express 5 facts"', () => {
         };
         app.get('/host', gate.read({ headers: 'host' }), answer);
         app.get('/both', gate.read({ headers: 'host' }, { headers: 'x-forwarded-host' }), answer);
+        // With dot: true, a value that starts with `..` and goes on is a name, not a climb.
+        const dotted = pathgate({ root, fs: ['*'], dot: true });
+        app.get(
+          '/dotted',
+          dotted.read({ headers: 'host' }, { headers: 'x-forwarded-host' }),
+          answer,
+        );
       },
       async (port, root) => {
         const headers = { host: 'files.example', 'x-forwarded-host': 'other.example' };
@@ -104,6 +111,14 @@ describe('README, "Express 5 facts"', () => {
         const forged = { ...headers, 'x-forwarded-host': '..' };
         expect((await request(port, 'GET', '/host', { headers: forged })).status).toBe(200);
         expect((await request(port, 'GET', '/both', { headers: forged })).status).toBe(403);
+        // The declared X-Forwarded-Host is checked as one text, not as its entries.
+        expect((await request(port, 'GET', '/dotted', { headers: forged })).status).toBe(403);
+        const listed = { ...headers, 'x-forwarded-host': '.., a' };
+        expect((await request(port, 'GET', '/dotted', { headers: listed })).json).toMatchObject({
+          host: '..',
+          checked: join(root, 'files.example'),
+        });
+        expect(README).toContain("X-Forwarded-Host's first entry instead, which no spec checks");
       },
     );
   });
