@@ -262,7 +262,7 @@ describe('the README snippets, run', () => {
     });
   });
 
-  it('packages/fastify-plugin/README.md line 63: the traversal is a 403 naming params.*; uploads are checked', async () => {
+  it('packages/fastify-plugin/README.md: the traversal is a 403 naming params.*; uploads are checked', async () => {
     const app = await snippetApp<FastifyInstance>(
       'packages/fastify-plugin/README.md',
       '@pathgate/fastify',
@@ -407,7 +407,7 @@ describe('README.md, "Set up (this repository)"', () => {
   });
 });
 
-describe('examples/README.md line 7: npm run example:core', () => {
+describe('examples/README.md: npm run example:core', () => {
   it('shows @pathgate/core alone: a policy, and the decisions checkFs makes', () => {
     const [node, ...args] = words(scriptSteps('example:core')[0] as string);
     expect(node).toBe('node');

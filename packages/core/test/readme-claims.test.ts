@@ -10,7 +10,7 @@ describe('README, "For adapter authors"', () => {
     expect([DEFAULT_LINGER_MS, DEFAULT_LINGER_BYTES]).toEqual([2000, 64 * 1024 * 1024]);
   });
 
-  it('line 440: readAdapterOptions fills the defaults the options tables list', () => {
+  it('readAdapterOptions fills the defaults the options tables list', () => {
     const { settings } = readAdapterOptions({ fs: [] }, []);
     expect(settings).toEqual({
       policy: expect.objectContaining({ root: '/', rules: [], dot: false }),

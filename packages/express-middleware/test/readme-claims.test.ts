@@ -59,7 +59,7 @@ describe('README, "Example"', () => {
 });
 
 describe('README, the options table', () => {
-  it("line 81: with errors: 'next', onDeny's return value is ignored: the error goes to next(err)", async () => {
+  it("with errors: 'next', onDeny's return value is ignored: the error goes to next(err)", async () => {
     await onApp(
       (root, app) => {
         const gate = pathgate({ root, fs: [], errors: 'next', onDeny: () => ({ custom: true }) });

@@ -80,7 +80,7 @@ describe('README, "Example"', () => {
 });
 
 describe('README, the options table', () => {
-  it('line 109: with reportOnly, onDeny is still called and its return value is ignored', async () => {
+  it('with reportOnly, onDeny is still called and its return value is ignored', async () => {
     const app = newApp();
     const seen: string[] = [];
     await app.register(pathgate, {
@@ -131,7 +131,7 @@ describe('README, "onDeny and report-only"', () => {
 });
 
 describe('README, the spec table', () => {
-  it("line 138: 'host' is the Host header; with trustProxy, request.host reads X-Forwarded-Host's last entry, which no spec checks", async () => {
+  it("'host' is the Host header; with trustProxy, request.host reads X-Forwarded-Host's last entry, which no spec checks", async () => {
     const app = newApp({ trustProxy: true });
     const root = sandbox();
     await app.register(pathgate, { root, fs: ['*'] });
