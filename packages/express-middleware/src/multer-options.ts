@@ -1,3 +1,4 @@
+import { optionError } from '@pathgate/core';
 import type { Request } from 'express';
 import type { Options, StorageEngine } from 'multer';
 
@@ -48,8 +49,9 @@ const LIMITS = [
   'fieldArrayIndexLimit',
 ];
 
+/** The adapters' option TypeError, naming `gate.multer()`. */
 export function failMulter(message: string): never {
-  throw new TypeError(`pathgate: gate.multer(): ${message}`);
+  return optionError(`gate.multer(): ${message}`);
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
