@@ -1,5 +1,5 @@
 /** The most characters of a canonical path a log line shows. */
-export const LOGGED_PATH_MAX = 1024;
+const LOGGED_PATH_MAX = 1024;
 
 /**
  * A canonical path as the adapters log it: whole when short, else its start
