@@ -80,12 +80,18 @@ const isStorageEngine = (storage: unknown): boolean =>
   typeof (storage as StorageEngine)._removeFile === 'function';
 
 /**
- * The multer release that first reads an option or limit: the peer range
- * starts at 2.1, and an older multer ignores it, so a limit would limit
- * nothing and a `limits` function would leave the upload with none.
+ * The oldest multer the gate works with (the peer range's floor): 2.1 leaves
+ * the file it was writing when an upload fails, half-written. A peer range
+ * only warns, so an older multer is refused here.
+ */
+const FLOOR = [2, 2] as const;
+
+/**
+ * The multer release that first reads an option or limit: an older multer
+ * ignores it, so a limit would limit nothing and a `limits` function would
+ * leave the upload with none.
  */
 const SINCE: Readonly<Record<string, readonly [number, number]>> = {
-  fieldNestingDepth: [2, 2],
   fieldArrayIndexLimit: [2, 3],
   'limits as a function': [2, 4],
   defCharset: [2, 4],
@@ -94,12 +100,16 @@ const SINCE: Readonly<Record<string, readonly [number, number]>> = {
   streamHandler: [2, 4],
 };
 
-/** Fails when the installed multer (`version`, `major.minor.patch`) is older than `name` needs. */
+/** Whether `version` (`major.minor.patch`) is `since` or later. */
+function atLeast(version: string, since: readonly [number, number]): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > since[0] || (major === since[0] && minor >= since[1]);
+}
+
+/** Fails when the installed multer (`version`) is older than `name` needs. */
 function needsRelease(name: string, version: string): void {
   const since = SINCE[name];
-  if (since === undefined) return;
-  const [major = 0, minor = 0] = version.split('.').map(Number);
-  if (major > since[0] || (major === since[0] && minor >= since[1])) return;
+  if (since === undefined || atLeast(version, since)) return;
   failMulter(`${name} needs multer ${since.join('.')} or later (installed: ${version})`);
 }
 
@@ -120,6 +130,9 @@ function readLimits(limits: unknown, version: string): void {
  * `version`: every problem is a TypeError naming the option.
  */
 export function readMulterOptions(options: unknown, version: string): PathgateMulterOptions {
+  if (!atLeast(version, FLOOR)) {
+    failMulter(`needs multer ${FLOOR.join('.')} or later (installed: ${version})`);
+  }
   if (!isRecord(options)) failMulter('options must be an object');
   for (const key of RESERVED) {
     if (options[key] !== undefined) failMulter(`option ${key} is set by pathgate`);

@@ -31,7 +31,7 @@ function loadMulter(): MulterPackage {
   try {
     return { multer: require('multer'), version: require('multer/package.json').version };
   } catch {
-    return failMulter('needs the multer package (npm install multer@^2.1)');
+    return failMulter('needs the multer package (npm install multer@^2.2)');
   }
 }
 

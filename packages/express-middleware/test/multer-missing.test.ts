@@ -27,7 +27,7 @@ describe('gate.multer() without the multer package', () => {
   it('throws a TypeError that says what to install; the other gates work', () => {
     const gate = pathgate({ root: '/srv', fs: ['rw:uploads/**'] });
     expect(() => gate.multer()).toThrow(
-      new TypeError('pathgate: gate.multer(): needs the multer package (npm install multer@^2.1)'),
+      new TypeError('pathgate: gate.multer(): needs the multer package (npm install multer@^2.2)'),
     );
     expect(typeof gate.write({ file: 'f', under: 'uploads' })).toBe('function');
   });

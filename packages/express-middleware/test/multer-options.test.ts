@@ -124,10 +124,9 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
 });
 
 describe('gate.multer(options): what an older multer of the peer range would ignore', () => {
-  // The peer range starts at multer 2.1; these arrived later, and an older
+  // The peer range starts at multer 2.2; these arrived later, and an older
   // multer ignores them (a limit that limits nothing, no limits at all).
   const NEWER: readonly (readonly [string, object, string])[] = [
-    ['fieldNestingDepth', { limits: { fieldNestingDepth: 2 } }, '2.2'],
     ['fieldArrayIndexLimit', { limits: { fieldArrayIndexLimit: 10 } }, '2.3'],
     ['limits as a function', { limits: () => ({ fileSize: 1 }) }, '2.4'],
     ['defCharset', { defCharset: 'utf8' }, '2.4'],
@@ -146,11 +145,22 @@ describe('gate.multer(options): what an older multer of the peer range would ign
     expect(readMulterOptions(options, '3.0.0-alpha.2')).toBe(options);
   });
 
-  it('what multer 2.1 reads is taken from it', () => {
+  it('what multer 2.2 reads is taken from it', () => {
     const options = {
-      limits: { fileSize: 1, files: 2, fields: 3, parts: 4 },
+      limits: { fileSize: 1, files: 2, fields: 3, parts: 4, fieldNestingDepth: 2 },
       fileFilter: () => {},
     };
-    expect(readMulterOptions(options, '2.1.0')).toBe(options);
+    expect(readMulterOptions(options, '2.2.0')).toBe(options);
   });
+
+  // multer 2.1 leaves the file it was writing when an upload fails (a body
+  // cut mid-file): a half-written file. Peer ranges only warn: refuse it.
+  it.each(['2.1.1', '2.0.2', '1.4.5-lts.2'])(
+    'multer %s, below the peer range, is refused',
+    (version) => {
+      expect(() => readMulterOptions({}, version)).toThrow(
+        `pathgate: gate.multer(): needs multer 2.2 or later (installed: ${version})`,
+      );
+    },
+  );
 });
