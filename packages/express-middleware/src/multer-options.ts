@@ -122,7 +122,16 @@ function readLimits(limits: unknown, version: string): void {
   }
   if (!isRecord(limits)) failMulter('option limits must be an object or a function');
   refuseUnknown(limits, LIMITS, 'limit');
-  for (const key of Object.keys(limits)) if (limits[key] !== undefined) needsRelease(key, version);
+  for (const key of Object.keys(limits)) {
+    const value = limits[key];
+    if (value === undefined || value === null) continue;
+    // busboy compares most limits with ===: any other value never matches,
+    // so it limits nothing (multer refuses it itself from 2.5 only).
+    if (!((Number.isInteger(value) && (value as number) >= 0) || value === Infinity)) {
+      failMulter(`limit ${key} must be a non-negative integer or Infinity`);
+    }
+    needsRelease(key, version);
+  }
 }
 
 /**

@@ -124,6 +124,17 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
 });
 
 describe('gate.multer(options): what an older multer of the peer range would ignore', () => {
+  // busboy compares most limits with ===: a value that is not a whole number
+  // never matches and limits nothing. multer checks from 2.5 only.
+  it.each([1.5, '2', -1, Number.NaN])('a limit of %s is refused on every multer', (files) => {
+    for (const version of ['2.2.0', '2.5.0']) {
+      expect(() => readMulterOptions({ limits: { files } }, version)).toThrow(
+        'pathgate: gate.multer(): limit files must be a non-negative integer or Infinity',
+      );
+    }
+    expect(readMulterOptions({ limits: { files: Infinity } }, '2.2.0')).toBeDefined();
+  });
+
   // The peer range starts at multer 2.2; these arrived later, and an older
   // multer ignores them (a limit that limits nothing, no limits at all).
   const NEWER: readonly (readonly [string, object, string])[] = [
