@@ -78,6 +78,38 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     expect(kept.status).toBe(200);
   });
 
+  it.each([
+    { method: 'GET', path: '/FILES/public/readme.txt' },
+    { method: 'GET', path: '/API/list?dir=public' },
+    { method: 'GET', path: '/api/list/?dir=public' },
+    { method: 'GET', path: '//' },
+    { method: 'DELETE', path: '/Files/uploads/hello.txt' },
+  ])(
+    'routes $method $path only as Fastify does: by case and trailing slash, a 404',
+    async (sent) => {
+      const got = await send(app.port, sent);
+      expect([got.status, JSON.parse(got.text)]).toEqual([
+        404,
+        failed(404, 'Not Found', 'no such route'),
+      ]);
+      const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
+      expect(kept.status).toBe(200);
+    },
+  );
+
+  it('routes a move with a trailing slash as Fastify does: a 404, nothing moved', async () => {
+    const got = await send(
+      app.port,
+      postJson('/api/move/', '{"from":"uploads/hello.txt","to":"uploads/y.txt"}'),
+    );
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      404,
+      failed(404, 'Not Found', 'no such route'),
+    ]);
+    const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
+    expect(kept.status).toBe(200);
+  });
+
   it.each(['/files/uploads/%E0%A4%A', '/files/%', '/files/uploads/%ff'])(
     'answers a path that does not decode (%s) with a bare 400 that does not echo it',
     async (path) => {

@@ -88,6 +88,10 @@ export function buildApp(root: string): Express {
 
   const app = express();
   app.disable('x-powered-by');
+  // Fastify routes by exact case and slash: `/FILES/…`, `/api/move/` and `//`
+  // are 404s there, never a delete, a move or the page under another name.
+  app.enable('case sensitive routing');
+  app.enable('strict routing');
   // Fastify sends no ETag and answers every GET whole; Express would answer a
   // listing or the page 304 to a matching ETag, or to `If-None-Match: *` even
   // with ETags off, as its freshness check runs in res.send.
