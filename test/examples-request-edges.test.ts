@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { EXAMPLES, postJson, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
@@ -105,6 +106,27 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     expect([got.status, JSON.parse(got.text)]).toEqual([
       404,
       failed(404, 'Not Found', 'no such route'),
+    ]);
+    const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
+    expect(kept.status).toBe(200);
+  });
+
+  const MOVE = '{"from":"uploads/hello.txt","to":"uploads/y.txt"}';
+  it.each([
+    ['gzipped', { 'content-encoding': 'gzip' }, gzipSync(MOVE)],
+    ['in an unknown coding', { 'content-encoding': 'x-unknown' }, MOVE],
+    [
+      'in UTF-16',
+      { 'content-type': 'application/json; charset=utf-16le' },
+      Buffer.from(MOVE, 'utf16le'),
+    ],
+    ['labelled Latin-1', { 'content-type': 'application/json; charset=iso-8859-1' }, MOVE],
+  ])('refuses a JSON body %s with 415, moving nothing', async (_name, headers, body) => {
+    const sent = postJson('/api/move', '');
+    const got = await send(app.port, { ...sent, headers: { ...sent.headers, ...headers }, body });
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      415,
+      failed(415, 'Unsupported Media Type', 'unsupported media type'),
     ]);
     const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
     expect(kept.status).toBe(200);

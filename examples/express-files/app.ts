@@ -9,6 +9,7 @@ import { pathgate } from '@pathgate/express';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
+import { BODYLESS, mediaType, undecodedJson } from '../shared/json-coding.js';
 import { RealRoot } from '../shared/real-root.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
 import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
@@ -20,9 +21,6 @@ import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
  * `/files/` reaches the gate (a missing path) as it does in Fastify.
  */
 const FILES = '/files/{*"*"}';
-
-/** Methods Fastify reads no body for, whatever the request carries. */
-const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
 
 /**
  * A key Fastify's JSON parser refuses (`onProtoPoisoning`, `onConstructorPoisoning`:
@@ -57,7 +55,8 @@ const jsonBody = express.json({
  * Bodies are read as Fastify reads them, on every route: none on a GET, HEAD
  * or TRACE; on other methods a content type means a body to parse (an absent
  * one is empty: a 400 for JSON), and only JSON and multipart have parsers,
- * another media type is a 415. Multipart is left to the upload's multer.
+ * another media type is a 415, as is JSON compressed or in another charset
+ * than UTF-8 (`undecodedJson`). Multipart is left to the upload's multer.
  */
 const readBody: RequestHandler = (req, res, next) => {
   if (BODYLESS.has(req.method)) return next();
@@ -67,9 +66,11 @@ const readBody: RequestHandler = (req, res, next) => {
     const empty = !framed || length === '0';
     return next(empty ? undefined : new FileApiError(415, 'unsupported media type'));
   }
-  const media = type.split(';', 1)[0]?.trim().toLowerCase();
+  const media = mediaType(type);
   if (media === 'multipart/form-data') return next();
   if (media !== 'application/json') return next(new FileApiError(415, 'unsupported media type'));
+  const undecoded = undecodedJson(req);
+  if (undecoded) return next(undecoded);
   // Express's parser skips a request with no body at all; Fastify's finds it empty.
   if (!framed) return next(new FileApiError(400, 'bad request'));
   jsonBody(req, res, next);

@@ -7,6 +7,7 @@ import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fa
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '../shared/files.js';
+import { undecodedJson } from '../shared/json-coding.js';
 import { RealRoot } from '../shared/real-root.js';
 import {
   downloadHeaders,
@@ -38,6 +39,11 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
   await app.register(multipart, { preservePath: true, limits: UPLOAD_LIMITS });
   // Bodies are JSON or multipart: a text/plain body is a 415, as in the Express example.
   app.removeContentTypeParser('text/plain');
+  // A JSON body compressed or in another charset is a 415, before Fastify reads it as UTF-8.
+  app.addHook('onRequest', async (request) => {
+    const undecoded = undecodedJson(request);
+    if (undecoded) throw undecoded;
+  });
 
   const page = indexPage();
   const realRoot = new RealRoot(root);
