@@ -59,6 +59,28 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     expect(await sent(big, 'big')).toEqual({ status: 413, disk: [] });
   });
 
+  it.each([
+    ['before', 0],
+    ['after', 1],
+  ])('a field over 1 MiB %s the file: a 413, no file nor folder left', async (_where, at) => {
+    const parts = [
+      `--${B}\r\nContent-Disposition: form-data; name="file"; filename="field-${at}/a/f.bin"\r\n\r\nx\r\n`,
+    ];
+    parts.splice(
+      at,
+      0,
+      `--${B}\r\nContent-Disposition: form-data; name="note"\r\n\r\n${'x'.repeat(1 << 20)}x\r\n`,
+    );
+    const body = `${parts.join('')}--${B}--\r\n`;
+    const headers = { 'content-type': `multipart/form-data; boundary=${B}` };
+    const got = await send(app.port, { method: 'POST', path: '/api/upload', headers, body });
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      413,
+      { statusCode: 413, error: 'Payload Too Large', message: 'payload too large' },
+    ]);
+    expect(disk(`field-${at}`)).toEqual([]);
+  });
+
   it('a name too long below new folders: a 400, none of the folders made on the way left', async () => {
     const long = upload(`long/a/${'x'.repeat(300)}/file.bin`);
     expect(await sent(long, 'long')).toEqual({ status: 400, disk: [] });

@@ -99,13 +99,19 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
       const uploads = new Uploads(realRoot);
       let size = 0;
       try {
-        for await (const part of request.files()) {
+        for await (const part of request.parts()) {
+          // No field is read, but one cut at its size limit is a 413, as multer's.
+          if (part.type === 'field') {
+            if (part.valueTruncated) throw new FileApiError(413, 'payload too large');
+            continue;
+          }
           const target = part.pathgatePath;
           if (target === undefined) throw new Error('a file part pathgate did not check');
           size = await uploads.save(part.file, target);
         }
       } catch (error) {
-        // A part failed (cut, too large, a second file): keep none of the request, nor its folders.
+        // A part failed (cut, too large, a second file, a field too long):
+        // keep none of the request, nor its folders.
         await uploads.discard();
         throw error;
       } finally {
