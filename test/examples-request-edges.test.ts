@@ -132,6 +132,23 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     expect(kept.status).toBe(200);
   });
 
+  it.each([
+    { method: 'GET', path: '/api/list?dir=public#x' },
+    { method: 'GET', path: '/api/list?dir=x#/../public' },
+    { method: 'GET', path: '/files/public/readme.txt#x' },
+    { method: 'DELETE', path: '/files/uploads/hello.txt#x' },
+    { method: 'GET', path: '*' },
+    { method: 'GET', path: '*x' },
+  ])('answers $method $path, a target no client sends, with a bare 400', async (sent) => {
+    const got = await send(app.port, sent);
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      400,
+      failed(400, 'Bad Request', 'bad request'),
+    ]);
+    const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
+    expect(kept.status).toBe(200);
+  });
+
   it.each(['/files/uploads/%E0%A4%A', '/files/%', '/files/uploads/%ff'])(
     'answers a path that does not decode (%s) with a bare 400 that does not echo it',
     async (path) => {

@@ -12,6 +12,7 @@ import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared
 import { BODYLESS, mediaType, undecodedJson } from '../shared/json-coding.js';
 import { RealRoot } from '../shared/real-root.js';
 import { downloadHeaders, errorBody, indexPage, NOT_FOUND, shownPath } from '../shared/replies.js';
+import { badTarget } from '../shared/request-target.js';
 import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
@@ -98,6 +99,7 @@ export function buildApp(root: string): Express {
   // with ETags off, as its freshness check runs in res.send.
   app.disable('etag');
   Object.defineProperty(app.request, 'fresh', { get: () => false });
+  app.use((req, _res, next) => next(badTarget(req.method, req.url)));
   app.use(readBody);
 
   app.get('/', (_req, res) => {

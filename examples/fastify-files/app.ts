@@ -17,6 +17,7 @@ import {
   NOT_FOUND,
   shownPath,
 } from '../shared/replies.js';
+import { badTarget } from '../shared/request-target.js';
 import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
 import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
@@ -39,10 +40,11 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
   await app.register(multipart, { preservePath: true, limits: UPLOAD_LIMITS });
   // Bodies are JSON or multipart: a text/plain body is a 415, as in the Express example.
   app.removeContentTypeParser('text/plain');
-  // A JSON body compressed or in another charset is a 415, before Fastify reads it as UTF-8.
+  // A target with a fragment is a 400; a JSON body compressed or in another
+  // charset a 415, before Fastify reads it as UTF-8.
   app.addHook('onRequest', async (request) => {
-    const undecoded = undecodedJson(request);
-    if (undecoded) throw undecoded;
+    const refused = badTarget(request.method, request.raw.url) ?? undecodedJson(request);
+    if (refused) throw refused;
   });
 
   const page = indexPage();
