@@ -1,7 +1,9 @@
+import { STATUS_CODES } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { EXAMPLES, postJson, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
+import { exchangeRaw, rawRequest } from './raw-http.js';
 
 // Requests at the edges of what the frameworks themselves read, before any
 // path reaches pathgate: conditional headers, large and poisoned JSON bodies,
@@ -148,6 +150,29 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
     expect(kept.status).toBe(200);
   });
+
+  it.each([
+    ['a malformed header', rawRequest('GET / HTTP/1.1', ['bad header: x']), 400, 'bad request'],
+    ['an unknown HTTP version', rawRequest('GET / HTTP/9.9'), 400, 'bad request'],
+    [
+      'headers over 16 KiB',
+      rawRequest('GET / HTTP/1.1', [`x-big: ${'a'.repeat(20_000)}`]),
+      431,
+      'request header fields too large',
+    ],
+  ])(
+    'answers a request Node cannot parse (%s) with the same JSON error',
+    async (_name, bytes, status, message) => {
+      const { responses } = await exchangeRaw(app.port, [bytes]);
+      expect(responses.map((got) => [got.status, got.headers['content-type'], got.json])).toEqual([
+        [
+          status,
+          'application/json; charset=utf-8',
+          failed(status, STATUS_CODES[status] ?? '', message),
+        ],
+      ]);
+    },
+  );
 
   it.each(['/files/uploads/%E0%A4%A', '/files/%', '/files/uploads/%ff'])(
     'answers a path that does not decode (%s) with a bare 400 that does not echo it',

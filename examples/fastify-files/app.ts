@@ -10,6 +10,7 @@ import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '
 import { undecodedJson } from '../shared/json-coding.js';
 import { RealRoot } from '../shared/real-root.js';
 import {
+  answerClientError,
   downloadHeaders,
   type ErrorBody,
   errorBody,
@@ -33,6 +34,8 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
     // route or error handler, with a message that echoes it: the same bare
     // 400 as the Express example instead.
     frameworkErrors: (error, _request, reply) => sendError(reply, errorBody(error)),
+    // A request Node cannot parse: the same JSON as the Express example.
+    clientErrorHandler: answerClientError,
   });
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   await app.register(pathgate, { root, fs: RULES, resolve: resolveSymlinks });

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { relative } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { type Download, FileApiError } from './files.js';
 
 export interface ErrorBody {
@@ -43,6 +44,31 @@ export function errorBody(error: unknown): ErrorBody {
     return errorReply(given, (STATUS_CODES[given] ?? 'client error').toLowerCase());
   }
   return errorReply(500, 'internal error');
+}
+
+/** Node's parser errors with a status of their own; any other is a 400. */
+const PARSER_STATUSES: Readonly<Record<string, number>> = {
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+  HPE_HEADER_OVERFLOW: 431,
+};
+
+/**
+ * Answers a request Node could not parse (the server's `clientError`) with
+ * the JSON both examples send for a client error: Fastify's default body and
+ * Node's empty one differ. As Node does, nothing is written on a connection
+ * that sent an answer already, nor on one the client reset; it is closed.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0) {
+    const statusCode = PARSER_STATUSES[error.code ?? ''] ?? 400;
+    const body = JSON.stringify(errorBody({ statusCode }));
+    socket.write(
+      `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 /** The 404 for a route neither app has. */
