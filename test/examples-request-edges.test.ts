@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import { denyBody } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
 import { EXAMPLES, postJson, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
@@ -111,6 +112,17 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     ]);
     const kept = await send(app.port, { path: '/files/uploads/hello.txt' });
     expect(kept.status).toBe(200);
+  });
+
+  it('judges a JSON body nested 200,000 deep as any other: no from, a 403', async () => {
+    const got = await send(
+      app.port,
+      postJson('/api/move', `${'['.repeat(200_000)}${']'.repeat(200_000)}`),
+    );
+    expect([got.status, JSON.parse(got.text)]).toEqual([
+      403,
+      denyBody({ reason: 'missing-path', label: 'body.from' }),
+    ]);
   });
 
   const MOVE = '{"from":"uploads/hello.txt","to":"uploads/y.txt"}';
