@@ -58,6 +58,21 @@ describe('a glob segment against a name', () => {
       ]);
     }
   });
+
+  it('counts code points at the edges: U+FFFF is one unit, an astral name one point', () => {
+    const cases: [string, string, boolean][] = [
+      // One code point in two units cannot fill two `?`s, with or without a `*` before them.
+      ['*??', '😀', false],
+      ['??', '😀', false],
+      // U+FFFF is the last code point of one unit: stepping two would skip the `a`.
+      ['?a', '\uFFFFa', true],
+      ['*??', '\uFFFFab', true],
+      ['*[ab]*', '\uFFFFa', true],
+    ];
+    for (const [glob, text, allowed] of cases) {
+      expect([glob, text, allows(`./x/${glob}`, `x/${text}`)]).toEqual([glob, text, allowed]);
+    }
+  });
 });
 
 describe('a glob segment against a name, over DESIGN’s whole segment grammar', () => {
