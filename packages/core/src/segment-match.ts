@@ -25,7 +25,7 @@ export function starChunksTest(tokens: readonly GlobToken[]): (s: string) => boo
   );
   const first = chunks[0] as string;
   const last = chunks[chunks.length - 1] as string;
-  const middle = chunks.slice(1, -1).filter((c) => c !== '');
+  const middle = chunks.slice(1, -1);
   return (s) => {
     const end = s.length - last.length;
     if (end < first.length || !s.startsWith(first) || !s.endsWith(last)) return false;
