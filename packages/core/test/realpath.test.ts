@@ -56,6 +56,7 @@ beforeAll(() => {
   link('sandbox/self', 'self');
   link('sandbox/missing-up', 'nowhere/../../outside');
   link('sandbox/file-up', 'file.txt/../dir');
+  link('sandbox/dots', './dir/./nested.txt');
   fs.symlinkSync(Buffer.from([0x6e, 0xff]), at('sandbox/not-utf8'));
   // l0 -> l1 -> ... -> l40 -> end.txt: from l1 that is 40 links, from l0 it is 41.
   file('long/end.txt');
@@ -96,6 +97,7 @@ describe('resolveSymlinks', () => {
     ['a path through a link to a regular file', 'sandbox/alias/x/y', 'sandbox/file.txt/x/y'],
     ['a dangling link below a regular file', 'sandbox/under-file', 'sandbox/file.txt/x'],
     ['exactly 40 links', 'long/l1', 'long/end.txt'],
+    ['a relative link whose target holds . segments', 'sandbox/dots', 'sandbox/dir/nested.txt'],
   ];
 
   it.each(cases)('resolves %s', (_what, input, want) => {
@@ -144,6 +146,13 @@ describe('resolveSymlinks', () => {
     ],
   ])('throws on %s', (_what, input, code) => {
     expect(errorOf(() => resolveSymlinks(at(input))).code).toBe(code);
+  });
+
+  it('names only the start of a path too long for PATH_MAX in its error', () => {
+    // The client picks the length: an error that quoted it whole would carry a megabyte.
+    const error = errorOf(() => resolveSymlinks(`/${'a/'.repeat(512 * 1024)}x`)) as Error;
+    expect(error.message.length).toBeLessThan(200);
+    expect(error.message).toContain('/a/a/a/');
   });
 
   it('counts PATH_MAX in UTF-8 bytes: 4,095 resolves, 4,096 is ENAMETOOLONG', () => {
