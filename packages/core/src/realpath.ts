@@ -89,7 +89,7 @@ export function resolveSymlinks(path: string): string {
     }
     real.push(segment);
     // Below a non-directory nothing can exist (ENOTDIR): append the rest.
-    if (!stat.isDirectory() && todo.length > 0) {
+    if (!stat.isDirectory()) {
       return appendRest(real, todo.reverse(), 'ENOTDIR');
     }
   }
