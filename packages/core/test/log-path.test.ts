@@ -21,6 +21,16 @@ describe('loggedPath', () => {
     expect(shown.isWellFormed()).toBe(true);
   });
 
+  // The first and last high surrogates (U+10000, U+10FFFF), one pair across the cut, then ASCII.
+  it.each(['\u{10000}', '😀', '\u{10FFFF}'])(
+    'cuts before a pair %s that straddles the cut',
+    (pair) => {
+      expect(loggedPath(`/${'a'.repeat(1022)}${pair}bc`)).toBe(
+        `/${'a'.repeat(1022)}… (4 more characters)`,
+      );
+    },
+  );
+
   it('keeps a pair that ends at the 1,024th character, and cuts after it', () => {
     const whole = `/${'a'.repeat(1021)}😀`;
     expect(loggedPath(whole)).toBe(whole);
