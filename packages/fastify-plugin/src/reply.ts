@@ -23,13 +23,32 @@ function logFields(request: FastifyRequest, denial: PathDenial): object {
   return { pathgate: { route, label, reason, path: path === undefined ? path : loggedPath(path) } };
 }
 
+/** Node's state of a Readable: where it pipes to (an array since Node 14). */
+interface Piping {
+  _readableState?: { pipes?: unknown };
+}
+
+/**
+ * The answer ends the upload where it is: multipart's parser is unpiped, or
+ * one left waiting for a reader of its part (`file()` leaves the rest
+ * unread) would pause the request again, and the rest would never be read
+ * and dropped (HTTP/2's stream too). And it is ended, as if the body
+ * stopped there: a part the handler still reads fails as a cut body does,
+ * instead of waiting forever for bytes the drain drops (and leaving the
+ * handler's half-written file). Parts that arrived whole stay readable.
+ */
+function endUpload(raw: FastifyRequest['raw']): void {
+  const pipes = (raw as Piping)._readableState?.pipes;
+  raw.unpipe();
+  if (!Array.isArray(pipes)) return;
+  for (const parser of pipes as { end?: () => unknown }[]) parser.end?.();
+}
+
 /**
  * Close the connection after the answer when the body is still arriving,
  * with a lingering close: a plain close resets the socket under a fast
  * client, which then sees EPIPE instead of the 403. The answer ends the
- * upload, so multipart's parser is unpiped: one left waiting for a reader
- * of its part (`file()` leaves the rest unread) would pause the request
- * again, and the rest would never be read and dropped (HTTP/2's stream too).
+ * upload (`endUpload`).
  */
 function closeIfBodyPending(
   request: FastifyRequest,
@@ -37,7 +56,7 @@ function closeIfBodyPending(
   settings: PathgateSettings,
 ): void {
   if (!bodyPending(request.raw)) return;
-  request.raw.unpipe();
+  endUpload(request.raw);
   if (lingerClose(request.raw, settings.linger)) reply.header('connection', 'close');
 }
 
