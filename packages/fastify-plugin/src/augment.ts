@@ -10,10 +10,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * The canonical paths pathgate checked, by source and selector, and the
-     * allowed files; read-only. `null` on routes without a declaration, so a
-     * handler that relies on it fails closed if the guard did not run.
+     * allowed files; read-only. `null` on routes without a declaration, and
+     * `undefined` where pathgate is not registered (an app or a sibling
+     * context without it: importing this package types every request), so
+     * a handler that relies on it fails closed if the guard did not run.
      */
-    readonly pathgate: PathgateInfo | null;
+    readonly pathgate: PathgateInfo | null | undefined;
   }
 }
 

@@ -5,7 +5,7 @@ import Fastify, {
   type FastifyRequest,
   type RouteShorthandOptions,
 } from 'fastify';
-import { describe, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import pathgate, {
   type CheckedFile,
   type GuardDenyReason,
@@ -89,11 +89,11 @@ describe('config.pathgate on a route', () => {
 });
 
 describe('request.pathgate', () => {
-  it('is PathgateInfo or null, read-only', () => {
-    expectTypeOf<FastifyRequest['pathgate']>().toEqualTypeOf<PathgateInfo | null>();
+  it('is PathgateInfo, null, or undefined where pathgate is not registered, read-only', () => {
+    expectTypeOf<FastifyRequest['pathgate']>().toEqualTypeOf<PathgateInfo | null | undefined>();
     app.get('/h', async (request) => {
       const info = request.pathgate;
-      if (info === null) return 'unguarded';
+      if (!info) return 'unguarded';
       expectTypeOf(info.mode).toEqualTypeOf<'read' | 'write'>();
       expectTypeOf(info.params['*']).toEqualTypeOf<string | string[] | undefined>();
       expectTypeOf(info.files).toEqualTypeOf<readonly CheckedFile[]>();
@@ -108,6 +108,31 @@ describe('request.pathgate', () => {
       request.pathgate = null;
       return info.body.from;
     });
+  });
+
+  it('is undefined in an app or a sibling context that never registered pathgate', async () => {
+    const plain = Fastify();
+    plain.register(async (sibling) => {
+      sibling.get('/u', async (request) => {
+        const info = request.pathgate;
+        if (info === null) return 'unguarded';
+        // Compiled, never run: a null check alone lets undefined through, to a crash.
+        // @ts-expect-error info is possibly undefined
+        const crash = () => info.body;
+        expectTypeOf(crash).toBeFunction();
+        return { registered: info !== undefined };
+      });
+    });
+    plain.register(async (child) => {
+      await child.register(pathgate, { fs: [] });
+      child.get('/g', async (request) => ({ pathgate: request.pathgate }));
+    });
+    try {
+      expect((await plain.inject('/u')).json()).toEqual({ registered: false });
+      expect((await plain.inject('/g')).json()).toEqual({ pathgate: null });
+    } finally {
+      await plain.close();
+    }
   });
 });
 
