@@ -3,8 +3,11 @@ import type { PathgateInfo, RouteGuardOptions } from '@pathgate/core';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** This route's paths: the mode they are used in, and where each comes from. */
-    pathgate?: RouteGuardOptions;
+    /**
+     * This route's paths: the mode they are used in, and where each comes
+     * from. `undefined`, like an absent key, declares none.
+     */
+    pathgate?: RouteGuardOptions | undefined;
   }
 
   interface FastifyRequest {

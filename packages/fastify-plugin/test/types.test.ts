@@ -78,6 +78,20 @@ describe('config.pathgate on a route', () => {
     expectTypeOf([mode, two, header, file, optional, paths]).toBeArray();
   });
 
+  it('takes undefined as no declaration, as at run time', async () => {
+    const guarded = Fastify();
+    await guarded.register(pathgate, { fs: [] });
+    // A declaration switched off (`isPublic ? undefined : declaration`) under exactOptionalPropertyTypes.
+    guarded.get('/plain', { config: { pathgate: undefined } }, async (request) => ({
+      pathgate: request.pathgate,
+    }));
+    try {
+      expect((await guarded.inject('/plain')).json()).toEqual({ pathgate: null });
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('is readable from routeOptions', () => {
     app.get('/g', async (request) => {
       expectTypeOf(request.routeOptions.config.pathgate).toEqualTypeOf<
