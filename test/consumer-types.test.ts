@@ -84,6 +84,17 @@ const SETUPS = [
     files: ['consumer.ts'],
     options: { module: 'esnext', moduleResolution: 'bundler' },
   },
+  {
+    // An ES2021 target's default lib lacks ES2022's names (`ErrorOptions`).
+    name: 'node10 resolution, CommonJS, an ES2021 target',
+    files: ['consumer.ts'],
+    options: {
+      module: 'commonjs',
+      moduleResolution: 'node10',
+      target: 'es2021',
+      esModuleInterop: true,
+    },
+  },
 ] as const;
 
 // Inside the repository, so the packages resolve through its node_modules.

@@ -78,7 +78,9 @@ export class PathgateStorageError extends Error {
   readonly expose: boolean;
   readonly code: StorageCode;
 
-  constructor(code: StorageCode, message: string, options?: ErrorOptions) {
+  // `{ cause }`, not ES2022's `ErrorOptions`: the built d.ts names no type
+  // an older `lib` (an ES2021 target's) lacks.
+  constructor(code: StorageCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'PathgateStorageError';
     this.code = code;
