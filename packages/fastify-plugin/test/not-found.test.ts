@@ -98,3 +98,28 @@ describe('a not-found handler that declares paths', () => {
     );
   });
 });
+
+describe('a not-found handler left to Fastify', () => {
+  it('set with one argument or options without pathgate: runs unchecked', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    app.setNotFoundHandler(answer);
+    await app.register(
+      async (child) => child.setNotFoundHandler({ config: {} } as NotFoundOptions, answer),
+      { prefix: '/plain' },
+    );
+    for (const prefix of ['', '/plain']) {
+      const out = await app.inject({ url: `${prefix}/..%2Fetc` });
+      expect(out.json()).toEqual({ params: { '*': '../etc' }, pathgate: null });
+    }
+  });
+
+  it('a declaration without a handler: Fastify answers its own 404, no crash', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    app.setNotFoundHandler({ config: { pathgate: READ_STAR } } as NotFoundOptions);
+    const out = await app.inject({ url: '/docs/a' });
+    expect(out.statusCode).toBe(404);
+    expect(out.json()).toMatchObject({ error: 'Not Found', statusCode: 404 });
+  });
+});
