@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { denyBody } from '@pathgate/core';
+import { denyBody, UNEXPECTED_FILE } from '@pathgate/core';
 import type express from 'express';
 import multer from 'multer';
 import { describe, expect, it, vi } from 'vitest';
@@ -318,6 +318,25 @@ describe('the checked path on the file object (file.pathgatePath)', () => {
         const res = await upload(port, '/moved', [filePart('f', 'a.txt')]);
         // The assignment throws: the filter's error reaches the app's error handler.
         expect(res.status).toBe(500);
+        expect(filesUnder(root)).toEqual([]);
+      },
+    );
+  });
+});
+
+describe("multer's own middleware on a gate.multer() instance, without the gate's wrapper", () => {
+  it('its fileFilter cannot answer early, so it refuses every file: a 403, nothing stored', async () => {
+    type Raw = { _makeMiddleware(fields: object[], strategy: string): express.RequestHandler };
+    await wired(
+      (app, gate, answer) => {
+        // multer's private maker, which single() calls: reachable from app code all the same.
+        const raw = (gate.multer() as unknown as Raw)._makeMiddleware([{ name: 'f' }], 'VALUE');
+        app.post('/raw', raw, answer);
+      },
+      async (port, root, reached) => {
+        const res = await upload(port, '/raw', [filePart('f', 'a.txt')]);
+        expect(res.json).toMatchObject({ status: 403, message: denyBody(UNEXPECTED_FILE).message });
+        expect(reached()).toBe(0);
         expect(filesUnder(root)).toEqual([]);
       },
     );
