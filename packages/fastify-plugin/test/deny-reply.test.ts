@@ -412,6 +412,21 @@ describe('a route with a response schema', () => {
     });
   });
 
+  it("no schema: a custom error handler's body is kept, even with Fastify's keys (but its own statusCode)", async () => {
+    const port = await serveSchema({}, {}, (error, _request, reply) => {
+      const { code, message } = error as PathgateDenied;
+      reply.code(403).send({ statusCode: 4031, code, error: 'Forbidden', message });
+    });
+    const res = await postMultipart(port, '/u', avatar('../x'));
+    expect(res.status).toBe(403);
+    expect(res.json).toEqual({
+      statusCode: 4031,
+      code: 'PATHGATE_DENIED',
+      error: 'Forbidden',
+      message: 'file avatar: path denied (path-not-in-allowlist)',
+    });
+  });
+
   it('an allowed upload is answered through the schema as usual', async () => {
     const port = await serveSchema({ 200: { type: 'object', properties: {} }, '4xx': ERROR });
     expect(await postMultipart(port, '/u', avatar('a.png'))).toMatchObject({
