@@ -189,7 +189,8 @@ function denyDropped(
   state.refused = denial;
   // A stream the handler answered with is never read now: let go of what it holds (a file).
   (payload as { destroy?: () => unknown } | null)?.destroy?.();
-  reply.code(403).type(JSON_TYPE);
+  // An encoding an earlier onSend hook (@fastify/compress) gave that answer is not this body's.
+  reply.code(403).type(JSON_TYPE).removeHeader('content-encoding');
   return JSON.stringify(body);
 }
 

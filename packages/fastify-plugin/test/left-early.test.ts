@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -291,6 +292,26 @@ describe('parts() with fields, attachFieldsToBody', () => {
     const res = await postMultipart(port, '/stream', [AVATAR]);
     expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
     expect(streams.map((s) => s.destroyed)).toEqual([true]);
+  });
+
+  it("dropped, with an app-wide onSend that compressed the handler's answer: the 403 is sent plain, and says so", async () => {
+    const app = newApp();
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    await app.register(multipart);
+    // What @fastify/compress does to an answer before the route's own onSend hooks.
+    app.addHook('onSend', async (_request, reply, payload) => {
+      if (typeof payload !== 'string') return payload;
+      reply.header('content-encoding', 'gzip');
+      return gzipSync(payload);
+    });
+    app.post('/gzip', config, async (request) => {
+      await request.files()[Symbol.asyncIterator]().next();
+      return { got: 'avatar' };
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/gzip', [AVATAR]);
+    expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+    expect(res.headers['content-encoding']).toBeUndefined();
   });
 
   it('attachFieldsToBody: an onFile that throws on the first file keeps its error', async () => {
