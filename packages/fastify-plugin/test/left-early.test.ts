@@ -61,9 +61,11 @@ async function serve(
   after: () => number;
   denies: string[];
   reports: () => { label?: string; reason?: string }[];
+  /** What Fastify logged at warn or above, pathgate's reports aside. */
+  troubles: () => string[];
 }> {
   const root = sandbox();
-  const lines: { msg: string; pathgate?: { label: string; reason: string } }[] = [];
+  const lines: { level: number; msg: string; pathgate?: { label: string; reason: string } }[] = [];
   const app = newApp({
     logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
   });
@@ -111,7 +113,9 @@ async function serve(
     lines
       .filter((l) => l.msg === 'pathgate: would deny (report-only)')
       .map((l) => ({ label: l.pathgate?.label, reason: l.pathgate?.reason }));
-  return { root, port, after: () => after, denies, reports };
+  const troubles = () =>
+    lines.filter((l) => !l.msg.startsWith('pathgate: would deny')).map((l) => l.msg);
+  return { root, port, after: () => after, denies, reports, troubles };
 }
 
 describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
@@ -175,6 +179,9 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
     }
     expect(s.after()).toBe(1); // the drop's handler returned; onDeny's answer went out instead
     expect(s.denies).toEqual(['file doc', 'file doc', 'file doc']);
+    // Only the throw's own error, which came after onDeny's answer: the drop's
+    // answer, stopped in onSend, is not sent a second time.
+    expect(s.troubles()).toEqual(['Promise errored, but reply.sent = true was set']);
   });
 
   it('an iterator advanced by hand and dropped before a required file: the 403 the full iteration gives', async () => {
