@@ -328,6 +328,7 @@ describe('a route with a response schema', () => {
     ['403', { 403: ERROR }],
     ['default', { default: ERROR }],
     ['4xx per media type', { '4xx': { content: { 'application/json': { schema: ERROR } } } }],
+    ['4xx for any media type', { '4xx': { content: { '*/*': { schema: ERROR } } } }],
   ];
   const avatar = (filename: string) => [
     { disposition: `name="avatar"; filename="${filename}"`, data: 'x' },
