@@ -69,6 +69,7 @@ describe('gate.multer(options): limits multer would ignore', () => {
     ['an array', [1e6], SHAPE],
     ['filesize', { filesize: 1e6 }, 'unknown limit "filesize" (did you mean fileSize?)'],
     ['file (for files)', { file: 1 }, 'unknown limit "file" (did you mean files?)'],
+    ['fileSizes', { fileSizes: 1 }, 'unknown limit "fileSizes" (did you mean fileSize?)'],
     ['maxSize', { maxSize: 1e6 }, 'unknown limit "maxSize"'],
   ];
   it.each(ROWS)('limits %s → TypeError', (_name, limits, message) => {
@@ -154,6 +155,12 @@ describe('gate.multer(options): what an older multer of the peer range would ign
     );
     expect(readMulterOptions(options, `${since}.0`)).toBe(options);
     expect(readMulterOptions(options, '3.0.0-alpha.2')).toBe(options);
+  });
+
+  it('a limit of 0 is one; a limit or newer option holding undefined or null is absent', () => {
+    const limits = { files: 0, fileSize: undefined, fieldArrayIndexLimit: null };
+    const options = { limits, streamHandler: undefined };
+    expect(readMulterOptions(options, '2.2.0')).toBe(options);
   });
 
   it('what multer 2.2 reads is taken from it', () => {

@@ -181,6 +181,7 @@ describe('gate.multer(options): multer options pathgate owns are refused', () =>
     ['storage null', { storage: null }, STORAGE_ENGINE],
     ['storage a path', { storage: '/tmp/uploads' }, STORAGE_ENGINE],
     ['storage without _removeFile', { storage: { _handleFile() {} } }, STORAGE_ENGINE],
+    ['storage without _handleFile', { storage: { _removeFile() {} } }, STORAGE_ENGINE],
   ];
   it.each(ROWS)('%s', (_name, options, message) => {
     expect(thrown(() => gate.multer(options as never))).toBe(`pathgate: gate.multer(): ${message}`);
