@@ -108,7 +108,11 @@ describe('a not-found handler left to Fastify', () => {
       async (child) => child.setNotFoundHandler({ config: {} } as NotFoundOptions, answer),
       { prefix: '/plain' },
     );
-    for (const prefix of ['', '/plain']) {
+    // No options at all, which Fastify takes as none.
+    await app.register(async (child) => child.setNotFoundHandler(undefined as never, answer), {
+      prefix: '/none',
+    });
+    for (const prefix of ['', '/plain', '/none']) {
       const out = await app.inject({ url: `${prefix}/..%2Fetc` });
       expect(out.json()).toEqual({ params: { '*': '../etc' }, pathgate: null });
     }
