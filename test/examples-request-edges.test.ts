@@ -186,6 +186,44 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     },
   );
 
+  it('answers a request Node cannot parse after a good one on the same connection', async () => {
+    const { responses, closed } = await exchangeRaw(
+      app.port,
+      [rawRequest('GET /api/list?dir=public HTTP/1.1'), rawRequest('GET / HTTP/9.9')],
+      { gapMs: 300 },
+    );
+    expect(responses.map((got) => [got.status, got.json])).toEqual([
+      [200, PUBLIC_ENTRIES],
+      [400, failed(400, 'Bad Request', 'bad request')],
+    ]);
+    expect(closed).toBe(true);
+  });
+
+  it('answers nothing for the unparsable request behind one still answered: no 400 for it', async () => {
+    // The 400 would be read as the answer to the request in flight.
+    const { responses, closed } = await exchangeRaw(app.port, [
+      Buffer.concat([
+        rawRequest('GET /api/list?dir=public HTTP/1.1'),
+        rawRequest('GET / HTTP/9.9'),
+      ]),
+    ]);
+    expect(responses.map((got) => got.status)).not.toContain(400);
+    expect(closed).toBe(true);
+  });
+
+  it("answers a body Node cannot parse with the JSON 400, as its request's answer", async () => {
+    const head = rawRequest('POST /api/move HTTP/1.1', [
+      'content-type: application/json',
+      'transfer-encoding: chunked',
+    ]);
+    const { responses } = await exchangeRaw(app.port, [head, '2\r\n{}\r\n', 'zz\r\n'], {
+      gapMs: 100,
+    });
+    expect(responses.map((got) => [got.status, got.json])).toEqual([
+      [400, failed(400, 'Bad Request', 'bad request')],
+    ]);
+  });
+
   it.each(['/files/uploads/%E0%A4%A', '/files/%', '/files/uploads/%ff'])(
     'answers a path that does not decode (%s) with a bare 400 that does not echo it',
     async (path) => {

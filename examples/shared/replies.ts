@@ -1,7 +1,7 @@
 // What both example servers answer besides pathgate's own 403s: the same
 // status and JSON body for the same failure, whichever framework raised it.
 import { readFileSync } from 'node:fs';
-import { STATUS_CODES } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import { relative } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { type Download, FileApiError } from './files.js';
@@ -52,14 +52,30 @@ const PARSER_STATUSES: Readonly<Record<string, number>> = {
   HPE_HEADER_OVERFLOW: 431,
 };
 
+/** Node's socket of a server: the response it is writing or awaits, if any (private). */
+interface ServerSocket extends Duplex {
+  _httpMessage?: ServerResponse | null;
+}
+
+/**
+ * Whether a client error on `socket` is the answer to give: no response is
+ * pending there (an answered keep-alive request is no reason for silence), or
+ * the pending one, unstarted, is for the request whose bytes failed (its body,
+ * or its time ran out). A request pipelined behind one still answered is not:
+ * the error would be read as that one's answer.
+ */
+function answerable(socket: Duplex): boolean {
+  const pending = (socket as ServerSocket)._httpMessage;
+  return !pending || (!pending.headersSent && !pending.req.complete);
+}
+
 /**
  * Answers a request Node could not parse (the server's `clientError`) with
  * the JSON both examples send for a client error: Fastify's default body and
- * Node's empty one differ. As Node does, nothing is written on a connection
- * that sent an answer already, nor on one the client reset; it is closed.
+ * Node's empty one differ. The connection is closed after.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0) {
+  if (socket.writable && answerable(socket)) {
     const statusCode = PARSER_STATUSES[error.code ?? ''] ?? 400;
     const body = JSON.stringify(errorBody({ statusCode }));
     socket.write(
