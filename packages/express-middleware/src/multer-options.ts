@@ -113,6 +113,17 @@ function needsRelease(name: string, version: string): void {
   failMulter(`${name} needs multer ${since.join('.')} or later (installed: ${version})`);
 }
 
+/**
+ * multer hands busboy the inherited limits too (`for...in`), but checks some
+ * only when own (`fieldNestingDepth`), and none of them from 2.5 on: an
+ * inherited limit would go unchecked here and there. Limits must be own.
+ */
+function refuseInherited(limits: Record<string, unknown>): void {
+  for (const key in limits) {
+    if (!Object.hasOwn(limits, key)) failMulter(`limit ${key} must be an own property of limits`);
+  }
+}
+
 /** multer reads limits of any other shape (a number, `null`, an array) as none. */
 function readLimits(limits: unknown, version: string): void {
   if (limits === undefined) return;
@@ -121,6 +132,7 @@ function readLimits(limits: unknown, version: string): void {
     return;
   }
   if (!isRecord(limits)) failMulter('option limits must be an object or a function');
+  refuseInherited(limits);
   refuseUnknown(limits, LIMITS, 'limit');
   for (const key of Object.keys(limits)) {
     const value = limits[key];

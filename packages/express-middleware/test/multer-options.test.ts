@@ -136,6 +136,31 @@ describe('gate.multer(options): what an older multer of the peer range would ign
     expect(readMulterOptions({ limits: { files: Infinity } }, '2.2.0')).toBeDefined();
   });
 
+  // multer copies inherited limits to busboy (for...in) but checks some only
+  // when own (fieldNestingDepth): an inherited one is read by one and not the other.
+  it.each([
+    ['fileSize', 1.5],
+    ['fileSzie', 5],
+    ['fieldNestingDepth', 2],
+  ])('an inherited limit %s is refused', (key, value) => {
+    const limits = Object.create({ [key]: value });
+    expect(() => readMulterOptions({ limits }, '2.5.0')).toThrow(
+      `pathgate: gate.multer(): limit ${key} must be an own property of limits`,
+    );
+  });
+
+  it('limits without a plain prototype, frozen or written as products, are taken', () => {
+    class Limits {
+      fileSize = 5 * 1024 * 1024;
+      files = Number.MAX_SAFE_INTEGER;
+    }
+    const bare = Object.assign(Object.create(null), { fileSize: 1e7, parts: null });
+    for (const limits of [new Limits(), bare, Object.freeze({ fields: undefined, fileSize: 1 })]) {
+      const options = { limits };
+      expect(readMulterOptions(options, '2.2.0-beta.1')).toBe(options);
+    }
+  });
+
   // The peer range starts at multer 2.2; these arrived later, and an older
   // multer ignores them (a limit that limits nothing, no limits at all).
   const NEWER: readonly (readonly [string, object, string])[] = [
