@@ -21,10 +21,16 @@ export function guardNotFoundHandlers(
   const set = fastify.setNotFoundHandler as SetNotFoundHandler;
   const guarded: SetNotFoundHandler = function pathgateSetNotFoundHandler(options, handler) {
     const declared = (options as Partial<RouteOptions> | null | undefined)?.config?.pathgate;
+    const url = `${this.prefix}/*`;
+    // Options alone set Fastify's own handler, which pathgate cannot wrap: refused, not unchecked.
+    if (declared !== undefined && handler === undefined) {
+      throw new TypeError(
+        `pathgate: route ${NOT_FOUND} ${url}: config.pathgate needs the handler it guards; pass the handler, or leave config.pathgate out`,
+      );
+    }
     if (declared === undefined || typeof handler !== 'function') {
       return set.call(this, options, handler);
     }
-    const url = `${this.prefix}/*`;
     const route = { ...(options as object), method: NOT_FOUND, url, handler } as RouteOptions;
     guard(route, this);
     // Fastify reads the options it knows (hooks, config) and leaves the rest.

@@ -118,13 +118,13 @@ describe('a not-found handler left to Fastify', () => {
     }
   });
 
-  it('a declaration without a handler: Fastify answers its own 404, no crash', async () => {
+  it('a declaration without a handler stops startup: nothing would check it', async () => {
     const app = newApp();
     await withPlugin(app);
-    // Fastify takes options alone (its types do not): its default 404 handler then.
-    app.setNotFoundHandler({ config: { pathgate: READ_STAR } } as never);
-    const out = await app.inject({ url: '/docs/a' });
-    expect(out.statusCode).toBe(404);
-    expect(out.json()).toMatchObject({ error: 'Not Found', statusCode: 404 });
+    // Fastify takes options alone (its types do not), and its own 404 handler then.
+    const set = () => app.setNotFoundHandler({ config: { pathgate: READ_STAR } } as never);
+    expect(set).toThrow(
+      'pathgate: route not-found /*: config.pathgate needs the handler it guards; pass the handler, or leave config.pathgate out',
+    );
   });
 });
