@@ -1,8 +1,7 @@
-import net from 'node:net';
 import multipart from '@fastify/multipart';
 import { describe, expect, it, vi } from 'vitest';
 import pathgate from '../src/index.js';
-import { afterTest, BOUNDARY, filesIn, listen, multipartBody, newApp, sandbox } from './helpers.js';
+import { filesIn, listen, newApp, sandbox, sendAroundAnswer } from './helpers.js';
 import { store } from './multipart-server.js';
 
 // A handler that answers while the allowed file it reads is still arriving
@@ -53,26 +52,8 @@ const part = (filename: string, size: number) => ({
 });
 
 /** Sends half the body, waits for the answer, then sends the rest and ends. */
-async function sendAround(port: number, path: string, parts = [part('a.bin', SIZE)]) {
-  const body = multipartBody(parts);
-  const socket = net.connect(port, '127.0.0.1');
-  afterTest(() => void socket.destroy());
-  socket.on('error', () => {});
-  let answer = '';
-  socket.on('data', (chunk) => {
-    answer += chunk.toString('latin1');
-  });
-  await new Promise((resolve) => socket.once('connect', resolve));
-  const type = `multipart/form-data; boundary=${BOUNDARY}`;
-  socket.write(
-    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`,
-  );
-  const half = body.length / 2;
-  socket.write(body.subarray(0, half));
-  await vi.waitFor(() => expect(answer).toMatch(/\r\n\r\n/));
-  socket.end(body.subarray(half));
-  return answer;
-}
+const sendAround = (port: number, path: string, parts = [part('a.bin', SIZE)]) =>
+  sendAroundAnswer(port, path, parts);
 
 describe('an answer sent while the handler still reads an allowed file', () => {
   it.each([

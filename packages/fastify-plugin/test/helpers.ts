@@ -1,10 +1,10 @@
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { afterEach } from 'vitest';
+import { afterEach, expect, vi } from 'vitest';
 import { type Answer, forbidden, readAnswer } from '../../../test/answer.js';
 
 // Shared by the topic files: real servers on 127.0.0.1, raw HTTP clients,
@@ -113,6 +113,36 @@ export function multipartBody(parts: readonly RawPart[]): Buffer {
   }
   chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   return Buffer.concat(chunks);
+}
+
+/**
+ * Over a raw socket: sends the head and the first half of the multipart body,
+ * waits for the answer's head, then sends the rest and ends. Returns the
+ * answer as received by then.
+ */
+export async function sendAroundAnswer(
+  port: number,
+  path: string,
+  parts: readonly RawPart[],
+): Promise<string> {
+  const body = multipartBody(parts);
+  const socket = net.connect(port, '127.0.0.1');
+  afterTest(() => void socket.destroy());
+  socket.on('error', () => {});
+  let answer = '';
+  socket.on('data', (chunk) => {
+    answer += chunk.toString('latin1');
+  });
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const type = `multipart/form-data; boundary=${BOUNDARY}`;
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`,
+  );
+  const half = body.length / 2;
+  socket.write(body.subarray(0, half));
+  await vi.waitFor(() => expect(answer).toMatch(/\r\n\r\n/));
+  socket.end(body.subarray(half));
+  return answer;
 }
 
 /** Posts a raw multipart body. */
