@@ -66,3 +66,19 @@ export const PathgateFieldTooLongError: FastifyErrorConstructor<{
   'a multipart field is longer than limits.fieldSize: its value was cut',
   413,
 );
+
+/**
+ * Code `PATHGATE_ANSWERED`: a multipart read (`request.file()`, `files()`,
+ * `parts()`, `saveRequestFiles()`) started after the request was answered
+ * while its body was still arriving. That answer ended the upload: the rest
+ * of the body is dropped, so the read fails at once instead of waiting for
+ * it. The reply is out: its 500 is for the log only.
+ */
+export const PathgateAnsweredError: FastifyErrorConstructor<{
+  code: 'PATHGATE_ANSWERED';
+  statusCode: 500;
+}> = createError(
+  'PATHGATE_ANSWERED',
+  'pathgate: the reply was already sent while the upload was arriving; its body was dropped',
+  500,
+);

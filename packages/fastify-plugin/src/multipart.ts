@@ -1,8 +1,8 @@
 import { type GuardResult, type PathDenial, UNEXPECTED_FILE } from '@pathgate/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
+import { PathgateAnsweredError, PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
-import { answered, refuse } from './reply.js';
+import { answered, refuse, uploadEnded } from './reply.js';
 import type { RequestState } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
@@ -158,6 +158,15 @@ class PartChecks {
   }
 
   /**
+   * Before a `file()` or `saveRequestFiles()` reads: the sticky deny, or a
+   * body the answer already ended (`uploadEnded`), whose rest never comes.
+   */
+  begin(): void {
+    this.sticky();
+    if (uploadEnded(this.request)) throw new PathgateAnsweredError();
+  }
+
+  /**
    * Runs before the part is handed on, so a denied file's bytes are never
    * read. `false`: a nameless part of an optional field (a browser's empty
    * file input), drained and not handed on, as if it had not been sent.
@@ -287,6 +296,15 @@ class PartChecks {
 }
 
 /**
+ * The source of a `parts()`/`files()` iteration begun after the answer ended
+ * the upload (`uploadEnded`): multipart's own would pipe the drained request
+ * and wait forever. Its first step fails, after the sticky deny.
+ */
+const endedBody: AsyncIterable<Part> = {
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new PathgateAnsweredError()) }),
+};
+
+/**
  * Hands on the parts `checks` lets through, then checks the required file
  * specs. A caller that leaves its loop at a part (`break`, `return`, or a
  * throw in the loop body) calls `return()`, which runs the `finally` with
@@ -367,18 +385,21 @@ export function guardMultipart(
       if (!forSave || !(error instanceof PathgateDeniedError)) await throwAfterAnswer(reply, error);
     }
   };
+  /** multipart's iteration, or none once the answer ended the upload. */
+  const source = (iterate: typeof parts, options: unknown) =>
+    uploadEnded(request) ? endedBody : iterate.call(request, options);
   methods.parts = function pathgateParts(options) {
-    return guarded(parts.call(request, options), saving);
+    return guarded(source(parts, options), saving);
   };
   if (typeof files === 'function') {
     methods.files = function pathgateFiles(options) {
-      return guarded(files.call(request, options), false);
+      return guarded(source(files, options), false);
     };
   }
   if (typeof file === 'function') {
     // Only the first file: the rest of the body is never parsed.
     const firstFile = async (options: unknown) => {
-      checks.sticky();
+      checks.begin();
       const part = await file.call(request, options).catch((error) => {
         throw withClientStatus(error);
       });
@@ -394,7 +415,7 @@ export function guardMultipart(
   }
   if (typeof saveRequestFiles === 'function') {
     const save = async (options: unknown) => {
-      checks.sticky();
+      checks.begin();
       // multipart calls parts() in its first, synchronous step.
       saving = true;
       let saved: Promise<{ files: Part[] }>;
