@@ -19,6 +19,7 @@ import {
 } from '@pathgate/express';
 import {
   pathgate as fastifyGate,
+  PathgateAnsweredError,
   PathgateDeniedError,
   PathgateFieldTooLongError,
   PathgateRouteConfigError,
@@ -51,6 +52,8 @@ export const denied: number = new PathgateDeniedError({ reason: 'nul-byte', labe
 export const misdeclared: number = new PathgateRouteConfigError();
 // @ts-expect-error as above
 export const tooLong: number = new PathgateFieldTooLongError();
+// @ts-expect-error as above
+export const answered: number = new PathgateAnsweredError();
 
 const gate = expressGate({ policy });
 express().get('/files/:name', gate.read({ params: 'name' }), (req, res) => {

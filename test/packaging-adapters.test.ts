@@ -78,10 +78,12 @@ function probe(mod, where) {
     ],
     config: new mod.PathgateRouteConfigError().statusCode,
     tooLong: [new mod.PathgateFieldTooLongError().statusCode, new mod.PathgateFieldTooLongError().code],
+    answered: [new mod.PathgateAnsweredError().statusCode, new mod.PathgateAnsweredError().code],
   };
 }`,
   expected: {
     names: [
+      'PathgateAnsweredError',
       'PathgateDeniedError',
       'PathgateFieldTooLongError',
       'PathgateRouteConfigError',
@@ -101,10 +103,11 @@ function probe(mod, where) {
     ],
     config: 500,
     tooLong: [413, 'PATHGATE_FIELD_TOO_LONG'],
+    answered: [500, 'PATHGATE_ANSWERED'],
   },
   types: [
-    /declare module 'fastify' \{\s*interface FastifyContextConfig \{[^}]*pathgate\?: RouteGuardOptions;/,
-    /interface FastifyRequest \{[^}]*readonly pathgate: PathgateInfo \| null;/,
+    /declare module 'fastify' \{\s*interface FastifyContextConfig \{[^}]*pathgate\?: RouteGuardOptions \| undefined;/,
+    /interface FastifyRequest \{[^}]*readonly pathgate: PathgateInfo \| null \| undefined;/,
     /declare module '@fastify\/multipart' \{\s*interface MultipartFile \{[^}]*pathgatePath\?: string;/,
   ],
 };

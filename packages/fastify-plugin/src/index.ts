@@ -11,6 +11,7 @@ export type {
 export type { PathgateRouteConfig } from './augment.js';
 export type { PathgateDenied } from './errors.js';
 export {
+  PathgateAnsweredError,
   PathgateDeniedError,
   PathgateFieldTooLongError,
   PathgateRouteConfigError,
