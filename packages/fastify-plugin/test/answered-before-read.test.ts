@@ -1,9 +1,7 @@
-import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
-import pathgate from '../src/index.js';
-import { filesIn, listen, newApp, sandbox, sendAroundAnswer } from './helpers.js';
-import { store } from './multipart-server.js';
+import { filesIn, listen, sandbox, sendAroundAnswer } from './helpers.js';
+import { answeringUploadApp, store } from './multipart-server.js';
 
 // A handler that answers while the upload is still arriving (a 202 first, or
 // Fastify's `handlerTimeout` answering for it) and only then starts reading
@@ -33,15 +31,9 @@ const READS: [string, Read][] = [
 ];
 
 async function serve(read: Read) {
-  const root = sandbox();
+  const { root, app, config } = await answeringUploadApp(10 * SIZE);
   const spool = sandbox();
-  const app = newApp({ handlerTimeout: 300 } as never);
   const settled: string[] = [];
-  await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
-  await app.register(multipart, { limits: { fileSize: 10 * SIZE } });
-  const config = {
-    pathgate: { mode: 'write', paths: [{ file: true, under: 'uploads' }] },
-  } as const;
   const readAfter = async (request: FastifyRequest) => {
     try {
       await read(request, spool);

@@ -1,8 +1,6 @@
-import multipart from '@fastify/multipart';
 import { describe, expect, it, vi } from 'vitest';
-import pathgate from '../src/index.js';
-import { filesIn, listen, newApp, sandbox, sendAroundAnswer } from './helpers.js';
-import { store } from './multipart-server.js';
+import { filesIn, listen, sendAroundAnswer } from './helpers.js';
+import { answeringUploadApp, store } from './multipart-server.js';
 
 // A handler that answers while the allowed file it reads is still arriving
 // (a 202 before the work, or Fastify's `handlerTimeout` answering for it),
@@ -13,14 +11,8 @@ import { store } from './multipart-server.js';
 const SIZE = 256 * 1024;
 
 async function serve() {
-  const root = sandbox();
-  const app = newApp({ handlerTimeout: 300 } as never);
+  const { root, app, config } = await answeringUploadApp(10 * SIZE);
   const settled: string[] = [];
-  await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
-  await app.register(multipart, { limits: { fileSize: 10 * SIZE } });
-  const config = {
-    pathgate: { mode: 'write', paths: [{ file: true, under: 'uploads' }] },
-  } as const;
   app.post('/accept', { config }, async (request, reply) => {
     const part = await request.file();
     reply.code(202).send({ accepted: true });

@@ -14,6 +14,19 @@ export const RULES = ['./public/**', 'rw:./uploads/**/*.{png,txt,bin}', './uploa
 export const UPLOAD = { mode: 'write', paths: [{ file: true, under: 'uploads' }] } as const;
 const MB = 1024 * 1024;
 
+/**
+ * An app whose uploads pathgate checks (any name under uploads/, files up to
+ * `fileSize`), for handlers that answer while a file arrives: Fastify's
+ * `handlerTimeout` answers 503 for one still running after 300 ms.
+ */
+export async function answeringUploadApp(fileSize: number) {
+  const root = sandbox();
+  const app = newApp({ handlerTimeout: 300 } as never);
+  await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
+  await app.register(multipart, { limits: { fileSize } });
+  return { root, app, config: { pathgate: UPLOAD } };
+}
+
 /** Writes a streamed part to its pathgatePath: a temp sibling, renamed when complete. */
 export async function store(part: MultipartFile): Promise<string> {
   const target = part.pathgatePath;
