@@ -2,7 +2,7 @@ import { type GuardResult, type PathDenial, UNEXPECTED_FILE } from '@pathgate/co
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PathgateAnsweredError, PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
-import { answered, refuse, uploadEnded } from './reply.js';
+import { answered, refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
@@ -163,7 +163,7 @@ class PartChecks {
    */
   begin(): void {
     this.sticky();
-    if (uploadEnded(this.request)) throw new PathgateAnsweredError();
+    if (this.state.uploadEnded) throw new PathgateAnsweredError();
   }
 
   /**
@@ -387,7 +387,7 @@ export function guardMultipart(
   };
   /** multipart's iteration, or none once the answer ended the upload. */
   const source = (iterate: typeof parts, options: unknown) =>
-    uploadEnded(request) ? endedBody : iterate.call(request, options);
+    state.uploadEnded ? endedBody : iterate.call(request, options);
   methods.parts = function pathgateParts(options) {
     return guarded(source(parts, options), saving);
   };

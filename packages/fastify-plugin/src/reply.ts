@@ -44,17 +44,6 @@ function endUpload(raw: FastifyRequest['raw']): void {
   for (const parser of pipes as { end?: () => unknown }[]) parser.end?.();
 }
 
-/** Requests whose answer ended the upload (`closeIfBodyPending`). */
-const uploadsEnded = new WeakSet<FastifyRequest>();
-
-/**
- * An answer went out while the body was still arriving and ended the upload:
- * the rest is dropped, so a multipart read starting now would wait forever.
- */
-export function uploadEnded(request: FastifyRequest): boolean {
-  return uploadsEnded.has(request);
-}
-
 /**
  * Close the connection after the answer when the body is still arriving,
  * with a lingering close: a plain close resets the socket under a fast
@@ -68,7 +57,8 @@ function closeIfBodyPending(
 ): void {
   if (!bodyPending(request.raw)) return;
   endUpload(request.raw);
-  uploadsEnded.add(request);
+  const state = stateOf(request);
+  if (state !== null) state.uploadEnded = true;
   if (lingerClose(request.raw, settings.linger)) reply.header('connection', 'close');
 }
 

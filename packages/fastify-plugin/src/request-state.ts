@@ -25,6 +25,12 @@ export interface RequestState {
    * of a `files()`/`parts()` iteration the handler dropped (`dropped`).
    */
   droppedDenial: (() => PathDenial | undefined) | undefined;
+  /**
+   * An answer went out while the body was still arriving and ended the
+   * upload: the rest is dropped, so a multipart read starting now would wait
+   * forever.
+   */
+  uploadEnded: boolean;
 }
 
 /** Decorated once (`null`), set on guarded routes by the first pathgate hook of the request. */
@@ -50,6 +56,7 @@ export function startState(
     refused: undefined,
     thrownBody: undefined,
     droppedDenial: undefined,
+    uploadEnded: false,
   };
   (request as StatefulRequest)[kState] = state;
   return state;
