@@ -140,3 +140,144 @@ describe('glob syntax: fine points no row pinned', () => {
     expect(outcome('a{}', 'a{}')).toBe('deny');
   });
 });
+
+describe('"The root is literal text": glob syntax beyond "[", "{", "*" is ordinary in it too', () => {
+  const roots = [
+    '/srv\\',
+    '/s\\*',
+    '/srv?',
+    '/**',
+    '/a/**',
+    '/!x',
+    '/a]',
+    '/a}',
+    '/a,b',
+    '/a\\b/c',
+  ];
+
+  it.each(roots)('root %j: relative rules name paths under the literal root only', (root) => {
+    const p = new PermissionPolicy({ root, permissions: { fs: ['./x', 'rw:y/*'] } });
+    expect(checkFs(p, 'x', 'read').outcome).toBe('allow');
+    expect(checkFs(p, `${root}/x`, 'read').outcome).toBe('allow');
+    expect(checkFs(p, 'y/z', 'write').outcome).toBe('allow');
+    // a path the root would match if its text were a glob
+    const globbed = `${root.replace(/[\\?*\]{},!]/g, 'Q')}/x`;
+    expect(checkFs(p, globbed, 'read').outcome).toBe('deny');
+    expect(checkFs(p, `${root}x/x`, 'read').outcome).toBe('deny');
+  });
+
+  it('an absolute rule names the literal root by escaping its syntax', () => {
+    const build = (rule: string) =>
+      new PermissionPolicy({ root: '/srv?', permissions: { fs: [rule] } });
+    expect(checkFs(build('/srv\\?/x'), 'x', 'read').outcome).toBe('allow');
+    // unescaped, `srv?` is glob syntax: the rule's literal root is `/`, outside `/srv?`
+    expect(() => build('/srv?/x')).toThrow('lies outside the root');
+  });
+});
+
+describe('rules: what is and is not glob syntax, for prefixes and ".."', () => {
+  const outcomes = (rule: string, paths: string[], mode: 'read' | 'write' = 'read') => {
+    const p = new PermissionPolicy({ root: '/srv', permissions: { fs: [rule] } });
+    return paths.map((path) => checkFs(p, path, mode).outcome);
+  };
+
+  it.each(['a]', 'a}', 'a+@!(b|c)', 'x,y', '%2e'])(
+    '".." may pop %j: characters the grammar does not name are literal',
+    (segment) => {
+      expect(outcomes(`${segment}/../x`, ['x', `${segment}/x`])).toEqual(['allow', 'deny']);
+    },
+  );
+
+  it('"\\r:x" has no prefix ("\\" is no ASCII letter): it names the file r:x, read only', () => {
+    expect(outcomes('\\r:x', ['r:x', 'x'])).toEqual(['allow', 'deny']);
+    expect(outcomes('\\r:x', ['r:x'], 'write')).toEqual(['deny']);
+    expect(outcomes('rw:\\rw:x', ['rw:x'], 'write')).toEqual(['allow']);
+  });
+
+  it.each(['a/..', 'rw:a/b/../..'])('%j normalizes to the root itself, as "." does', (rule) => {
+    expect(outcomes(rule, ['/srv', '', 'a', 'a/b'])).toEqual(['allow', 'allow', 'deny', 'deny']);
+  });
+});
+
+describe('glob table rows no test pinned', () => {
+  const outcomes = (rule: string, paths: string[]) => {
+    const p = new PermissionPolicy({ root: '/srv', permissions: { fs: [rule] } });
+    return paths.map((path) => checkFs(p, path, 'read').outcome);
+  };
+
+  it('a class range that spans "/" still never matches "/"', () => {
+    const paths = ['a0b', 'a/b', 'a.b', 'a1b'];
+    expect(outcomes('a[.-0]b', paths)).toEqual(['allow', 'deny', 'allow', 'deny']);
+    expect(outcomes('a[!.-0]b', paths)).toEqual(['deny', 'deny', 'deny', 'allow']);
+  });
+
+  it('a class range matches one code point, astral ones included', () => {
+    expect(
+      outcomes('[\u{1F600}-\u{1F64F}]', ['\u{1F610}', '\u{1F650}', '\u{1F600}\u{1F600}']),
+    ).toEqual(['allow', 'deny', 'deny']);
+  });
+
+  it('"\\," inside braces is a literal comma, not a separator', () => {
+    expect(outcomes('{a\\,b,c}', ['a,b', 'c', 'a', 'b', '{a,b,c}'])).toEqual([
+      'allow',
+      'allow',
+      'deny',
+      'deny',
+      'deny',
+    ]);
+  });
+
+  it('dot false: a segment that begins with a literal "." before a class matches a dotfile', () => {
+    expect(outcomes('.[ab]', ['.a', '.c', 'a'])).toEqual(['allow', 'deny', 'deny']);
+  });
+
+  it('dot false: ".git/**" is .git itself and below it, but no dotfile below it', () => {
+    expect(outcomes('.git/**', ['.git', '.git/x', '.git/x/y', '.git/.y'])).toEqual([
+      'allow',
+      'allow',
+      'allow',
+      'deny',
+    ]);
+  });
+
+  it('dot false: a brace alternative holding "/" leaves the next segment its own leading dot', () => {
+    expect(outcomes('{a,b/}.x', ['a.x', 'b/.x', '.x'])).toEqual(['allow', 'allow', 'deny']);
+    expect(outcomes('{a/,}*', ['a/x', 'a/.x', 'x', '.x'])).toEqual([
+      'allow',
+      'deny',
+      'allow',
+      'deny',
+    ]);
+  });
+});
+
+describe('the root goes through the same steps: its resolver answer is normalized again', () => {
+  const rootAnswer = (text: string) => (path: string) => (path === '/srv' ? text : path);
+
+  it.each([
+    ['/x/./cafe\u0301//', '/x/caf\u00e9/a'],
+    ['/../..', '/a'],
+  ])('canonicalize: a root answer %j joins a relative value at %j', (text, expected) => {
+    expect(canonicalize('a', '/srv', { resolve: rootAnswer(text) })).toStrictEqual({
+      ok: true,
+      path: expected,
+    });
+  });
+
+  it('PermissionPolicy: relative rules join the normalized answer', () => {
+    const p = new PermissionPolicy({
+      root: '/srv',
+      permissions: { fs: ['./a'] },
+      resolve: rootAnswer('/x/./cafe\u0301//'),
+    });
+    expect(checkFs(p, '/x/caf\u00e9/a', 'read').outcome).toBe('allow');
+    expect(checkFs(p, '/x/cafe\u0301/a', 'read').outcome).toBe('allow');
+  });
+});
+
+describe('"checkFs first checks the mode"', () => {
+  // Reading pinned: "first" puts the mode before every other argument, the policy included.
+  it.each([null, {}, 42])('a bad mode is reported before a bad policy (%j)', (policy) => {
+    expect(() => checkFs(policy as never, 'a', 'exec' as never)).toThrow(/mode/);
+  });
+});
