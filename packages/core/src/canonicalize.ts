@@ -161,12 +161,23 @@ export function canonicalize(
   return result.ok ? { ok: true, path: result.value.path } : result;
 }
 
-/** `options.resolve`, read as an own key: a polluted prototype cannot supply one. */
+/**
+ * `options.resolve`, read as an own key: a polluted prototype cannot supply
+ * one. Options that cannot be read (a throwing getter, a revoked proxy) give
+ * a resolver that throws: they fail as a throwing resolver does, never as
+ * no resolver.
+ */
 export function resolverOf(
   options: CanonicalizeOptions | undefined,
 ): CanonicalizeOptions['resolve'] {
   if (typeof options !== 'object' || options === null) return undefined;
-  return readOwn(options, 'resolve') as CanonicalizeOptions['resolve'];
+  try {
+    return readOwn(options, 'resolve') as CanonicalizeOptions['resolve'];
+  } catch (error) {
+    return () => {
+      throw error;
+    };
+  }
 }
 
 /** True when the canonical `path` is `root` or lies below it. */

@@ -286,6 +286,36 @@ describe('a resolve of null is given, not absent: it fails closed', () => {
   });
 });
 
+describe('options whose resolve cannot be read fail as a throwing resolve does', () => {
+  const unreadable = () =>
+    ({
+      get resolve(): never {
+        throw new Error('options unreadable');
+      },
+    }) as CanonicalizeOptions;
+  const revoked = () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy as CanonicalizeOptions;
+  };
+
+  it.each([
+    ['a throwing getter', unreadable],
+    ['a revoked proxy', revoked],
+  ])('%s: isInside is false, canonicalize reports resolve-failed', (_name, options) => {
+    expect(isInside('/srv/a', '/srv', options())).toBe(false);
+    expect(canonicalize('a', '/srv', options())).toStrictEqual({
+      ok: false,
+      reason: 'resolve-failed',
+    });
+  });
+
+  it('inside and escapes refuse them at build time with a TypeError', () => {
+    expect(() => inside('p', '/srv', unreadable())).toThrow(TypeError);
+    expect(() => escapes('p', '/srv', revoked())).toThrow(TypeError);
+  });
+});
+
 describe('an in-bounds undefined mid-selector is a failing value', () => {
   it('escapes matches it (deny), inside does not', () => {
     const selector = ['files', 0, 'path'];
