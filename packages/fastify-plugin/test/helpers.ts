@@ -1,5 +1,6 @@
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,6 +144,53 @@ export async function sendAroundAnswer(
   await vi.waitFor(() => expect(answer).toMatch(/\r\n\r\n/));
   socket.end(body.subarray(half));
   return answer;
+}
+
+/** What an h2c client read of one stream, once it closed. */
+export interface H2Exchange {
+  status: number;
+  text: string;
+  rstCode: number | undefined;
+  error: string | undefined;
+}
+
+/**
+ * `sendAroundAnswer` over h2c: one stream on a fresh session (closed after
+ * the test), the first half of the body, the answer's headers, then the rest.
+ * Resolves once the stream closed.
+ */
+export async function sendAroundAnswerH2(
+  port: number,
+  path: string,
+  parts: readonly RawPart[],
+): Promise<H2Exchange> {
+  const body = multipartBody(parts);
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  afterTest(() => void session.destroy());
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': path,
+    'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+    'content-length': body.length,
+  });
+  let text = '';
+  let error: string | undefined;
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    error = e.code ?? String(e);
+  });
+  const closed = new Promise((resolve) => stream.once('close', resolve));
+  const half = body.length / 2;
+  stream.write(body.subarray(0, half));
+  const head = await new Promise<http2.IncomingHttpHeaders>((resolve) =>
+    stream.once('response', resolve),
+  );
+  stream.end(body.subarray(half));
+  await closed;
+  return { status: Number(head[':status']), text, rstCode: stream.rstCode, error };
 }
 
 /** Posts a raw multipart body. */

@@ -17,11 +17,12 @@ const MB = 1024 * 1024;
 /**
  * An app whose uploads pathgate checks (any name under uploads/, files up to
  * `fileSize`), for handlers that answer while a file arrives: Fastify's
- * `handlerTimeout` answers 503 for one still running after 300 ms.
+ * `handlerTimeout` answers 503 for one still running after 300 ms. `server`:
+ * more Fastify options (`{ http2: true }`).
  */
-export async function answeringUploadApp(fileSize: number) {
+export async function answeringUploadApp(fileSize: number, server: object = {}) {
   const root = sandbox();
-  const app = newApp({ handlerTimeout: 300 } as never);
+  const app = newApp({ handlerTimeout: 300, ...server } as never);
   await app.register(pathgate, { root, fs: ['rw:./uploads/**'] });
   await app.register(multipart, { limits: { fileSize } });
   return { root, app, config: { pathgate: UPLOAD } };
