@@ -9,6 +9,12 @@ import { RouteGuards } from './route-config.js';
 
 async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions): Promise<void> {
   const settings = readOptions(options);
+  // Fastify's own duplicate-decorator error names only the internal symbol.
+  if (fastify.hasRequestDecorator(kState)) {
+    throw new Error(
+      'pathgate: registered already in this context or one above it; register it once per tree, at the root (a second policy needs a sibling context)',
+    );
+  }
   if (registeredBelow(fastify)) {
     throw new Error(
       'pathgate: a context inside this one registered pathgate already; register it once per tree, at the root (a second policy needs a sibling context)',

@@ -28,11 +28,24 @@ describe('the plugin', () => {
     );
   });
 
-  it('is registered once per context: a second registration fails at startup', async () => {
+  it('is registered once per context: a second registration fails at startup, saying why', async () => {
     const app = newApp();
     app.register(pathgate, { fs: [] });
     app.register(pathgate, { fs: [] });
-    await expect(app.ready()).rejects.toMatchObject({ code: 'FST_ERR_DEC_ALREADY_PRESENT' });
+    await expect(app.ready()).rejects.toThrow(
+      'pathgate: registered already in this context or one above it',
+    );
+  });
+
+  it('registered below a context that registered it: startup fails with the same message', async () => {
+    // A user rolling out one route in report-only mode tries this first;
+    // Fastify's own error names only an internal symbol.
+    const app = newApp();
+    await app.register(pathgate, { fs: [] });
+    app.register(async (child) => {
+      await child.register(pathgate, { fs: [], reportOnly: true });
+    });
+    await expect(app.ready()).rejects.toThrow('a second policy needs a sibling context');
   });
 
   it('registered above a context that registered its own: startup fails too', async () => {
