@@ -66,6 +66,9 @@ const SHARED = ['policy', 'root', 'fs', 'dot', 'resolve', 'onDeny', 'reportOnly'
 const LINGER = ['lingerMs', 'lingerBytes'] as const;
 const POLICY_PARTS = ['root', 'fs', 'dot', 'resolve'] as const;
 
+/** The options every adapter takes for all its routes, never per route. */
+export const ADAPTER_OPTIONS: ReadonlySet<string> = new Set([...SHARED, ...LINGER]);
+
 /** The adapters' build-time TypeError: `pathgate: option fs must be …`. */
 export function optionError(message: string): never {
   throw new TypeError(`pathgate: ${message}`);
@@ -146,7 +149,7 @@ export function readAdapterOptions<Handler>(
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     optionError('options must be an object');
   }
-  const known = new Set<string>([...SHARED, ...LINGER, ...ownKeys]);
+  const known = new Set<string>([...ADAPTER_OPTIONS, ...ownKeys]);
   const read = readerOf(options);
   // A key holding undefined counts as absent, known or not (as in PermissionPolicy).
   for (const key of Object.keys(options))

@@ -1,3 +1,4 @@
+import { ADAPTER_OPTIONS } from './adapter-options.js';
 import { canonicalizeValue, isWithin } from './canonicalize.js';
 import {
   type CheckResult,
@@ -417,7 +418,12 @@ export function compileRouteGuard(
   };
   if (typeof options !== 'object' || options === null) fail('the declaration must be an object');
   for (const key of Object.keys(options)) {
-    if (key !== 'mode' && key !== 'paths') fail(`unknown key "${key}" (use mode and paths)`);
+    if (key === 'mode' || key === 'paths') continue;
+    // A route-level reportOnly or onDeny is a likely guess: say where it goes.
+    const where = ADAPTER_OPTIONS.has(key)
+      ? `; ${key} is an option of the adapter, for all its routes`
+      : '';
+    fail(`unknown key "${key}" (use mode and paths${where})`);
   }
   const { mode, paths } = options as Partial<RouteGuardOptions>;
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');

@@ -156,6 +156,12 @@ describe('compileRouteGuard: build-time errors name the route and paths[i]', () 
       { mode: 'read', paths: [{ body: 'a' }], optinal: true },
       'pathgate: route POST /move: unknown key "optinal" (use mode and paths)',
     ],
+    [
+      // A user rolling out one route tries this first: say where the option goes.
+      'an adapter option as a key',
+      { mode: 'read', paths: [{ body: 'a' }], reportOnly: true },
+      'pathgate: route POST /move: unknown key "reportOnly" (use mode and paths; reportOnly is an option of the adapter, for all its routes)',
+    ],
     ['under ../x', { mode: 'read', paths: [{ body: 'a', under: '../x' }] }, at(0, UNDER)],
     ['under /etc', { mode: 'read', paths: [{ body: 'a', under: '/etc' }] }, at(0, UNDER)],
     ['under a/../../x', { mode: 'read', paths: [{ body: 'a', under: 'a/../../x' }] }, at(0, UNDER)],
