@@ -109,6 +109,11 @@ describe('req.pathgate', () => {
         read(req, res, next);
       },
       // A proxy whose reads throw: the paths must not hang on them.
+      // A proxy that takes the key and forgets it (its reads answer nothing): no throw to catch.
+      '/forgetful-proxy': (req, res, next) => {
+        res.locals = new Proxy({}, { get: () => undefined });
+        read(req, res, next);
+      },
       '/throwing-proxy': (req, res, next) => {
         const fail = () => {
           throw new Error('no reads');
