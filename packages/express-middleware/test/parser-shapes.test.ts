@@ -21,7 +21,7 @@ type Want =
 
 /** A route: its specs, the middleware before the gate, and what its handler reads itself. */
 interface Route {
-  spec: PathSpec;
+  spec: PathSpec | readonly PathSpec[];
   before?: RequestHandler[];
   raw: (req: Request) => unknown;
 }
@@ -37,6 +37,11 @@ const ROUTES: Record<string, Route> = {
   // `req.get()` answers a Referrer header for referer and the other way round.
   '/referer': { spec: { headers: 'Referer' }, raw: (req) => req.get('referer') },
   '/referrer': { spec: { headers: 'referrer' }, raw: (req) => req.get('referrer') },
+  // Beside a spec of another name: the route still reads both names.
+  '/referer-beside': {
+    spec: [{ headers: 'x-p', optional: true }, { headers: 'referer' }],
+    raw: (req) => req.get('referer'),
+  },
   '/json': { spec: { body: 'p' }, before: [express.json()], raw: body },
   '/json-any': { spec: { body: 'p' }, before: [express.json({ strict: false })], raw: body },
   '/form': { spec: { body: 'p' }, before: [express.urlencoded({ extended: true })], raw: body },
@@ -71,7 +76,7 @@ async function expectShape(path: string, sent: Sent, want: Want): Promise<void> 
       res.json({ raw: raw(req), checked: records.flatMap(Object.values)[0] });
     };
   for (const [url, route] of Object.entries(ROUTES)) {
-    app.all(url, ...(route.before ?? []), gate.read(route.spec), answer(route.raw));
+    app.all(url, ...(route.before ?? []), gate.read(...[route.spec].flat()), answer(route.raw));
   }
   app.get(
     /^\/re\/(.*)$/,
@@ -449,6 +454,12 @@ describe('referer and referrer: one header to req.get(), both are checked', () =
       '/referrer',
       { referer: '../../x', referrer: 'docs/a' },
       { reason: 'path-not-in-allowlist', label: 'headers.referrer' },
+    ],
+    [
+      'both, Referrer climbing, beside another spec',
+      '/referer-beside',
+      { referer: 'docs/a', referrer: '../../x' },
+      { reason: 'path-not-in-allowlist', label: 'headers.referer' },
     ],
     [
       'both, the same',
