@@ -1,6 +1,7 @@
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import express, {
   type ErrorRequestHandler,
+  type Express,
   type NextFunction,
   type Request,
   type Response,
@@ -158,19 +159,33 @@ describe('routers and route shapes', () => {
   });
 });
 
-describe('HEAD with a multipart body on a GET route with gate.multer()', () => {
+describe('HEAD with a multipart body on a route with gate.multer()', () => {
+  /** A HEAD to /up whose multipart body carries one file part named `name`. */
+  const headUpload = (app: Express, name: string) =>
+    withServed(app, (served) =>
+      request(served.port, 'HEAD', '/up', {
+        headers: { 'content-type': MULTIPART },
+        body: multipart([filePart('f', name)]),
+      }),
+    );
+
   it('the gate sees the multer middleware that runs for HEAD, as the GET one does', async () => {
     const { answer, calls } = handler();
     const app = express();
     const up = gate.multer({ storage: multer.memoryStorage() });
     app.get('/up', gate.read({ file: 'f', under: 'docs' }), up.single('f'), answer);
-    const head = (name: string) =>
-      withServed(app, (served) =>
-        request(served.port, 'HEAD', '/up', {
-          headers: { 'content-type': MULTIPART },
-          body: multipart([filePart('f', name)]),
-        }),
-      );
+    const head = (name: string) => headUpload(app, name);
+    expect((await head('a.txt')).status).toBe(200);
+    expect((await head('../../etc/passwd')).status).toBe(403);
+    expect(calls()).toBe(1);
+  });
+
+  it("on a route with HEAD layers of its own, the gate sees that route's HEAD multer middleware", async () => {
+    const { answer, calls } = handler();
+    const app = express();
+    const up = gate.multer({ storage: multer.memoryStorage() });
+    app.route('/up').head(gate.read({ file: 'f', under: 'docs' }), up.single('f'), answer);
+    const head = (name: string) => headUpload(app, name);
     expect((await head('a.txt')).status).toBe(200);
     expect((await head('../../etc/passwd')).status).toBe(403);
     expect(calls()).toBe(1);
