@@ -111,13 +111,15 @@ export function request(
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    // chunked: no content-length, so node:http sends `transfer-encoding: chunked`.
     const length = body && !options.chunked ? { 'content-length': body.length } : {};
     const headers = { ...options.headers, ...length };
     const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false });
     req.on('response', (res) => readAnswer(res).then(resolve, reject));
     req.on('error', reject);
-    req.end(body);
+    // chunked: written before the end, so node:http sends `transfer-encoding: chunked`
+    // (given whole to end(), it would set a content-length itself).
+    if (options.chunked && body !== undefined) req.write(body);
+    req.end(options.chunked ? undefined : body);
   });
 }
 
