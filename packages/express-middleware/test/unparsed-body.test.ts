@@ -35,6 +35,12 @@ function buildApp(options: Partial<PathgateOptions> = {}): express.Express {
     next();
   };
   app.post('/preset-late', presetBody, optional, express.urlencoded(), handler);
+  // Reads the body to its end and keeps it elsewhere (`req.body` stays unset).
+  const drain: express.RequestHandler = (req, _res, next) => {
+    req.resume();
+    req.once('end', () => next());
+  };
+  app.post('/drained', drain, optional, handler);
   // The right order: a body of a type the parser skips is still unread.
   app.post('/parsed', express.json(), optional, handler);
   // No body spec: the gate has no reason to look at the body.
@@ -68,6 +74,13 @@ describe('an unparsed body on a route with optional body specs', () => {
 
   it('a req.body set before the gate with the body still unread is no parsed body', async () => {
     await expectFormDenied('/preset-late');
+    expect(calls).toBe(0);
+  });
+
+  it('a body read to its end with no req.body is unchecked, not parsed: denied', async () => {
+    const res = await supertest(app).post('/drained').send({ to: '../../x' });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual(missing);
     expect(calls).toBe(0);
   });
 
