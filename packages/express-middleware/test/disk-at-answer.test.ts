@@ -32,6 +32,15 @@ const served = appPerTest((root, app) => {
   };
   app.post('/docs', gate.write({ file: 'docs', under: 'uploads' }), up.array('docs'), stored);
   app.post('/one', gate.write({ file: 'doc', under: 'uploads' }), one.single('doc'), stored);
+  // A gate after the multer middleware: it decides once multer stored the file.
+  const after = gate.write({ body: 'to', under: 'uploads' });
+  app.post(
+    '/after',
+    gate.write({ file: 'doc', under: 'uploads' }),
+    up.single('doc'),
+    after,
+    stored,
+  );
 });
 const { errors } = served;
 
@@ -128,6 +137,18 @@ describe('a file part denied after an allowed one was stored', () => {
         filePart('docs', `a-${i}.txt`, 'a'),
         filePart('docs', `b-${i}.bin`, randomBytes(512 * 1024)),
         filePart('docs', '../denied.bin'),
+      ]);
+      expect(got).toEqual({ status: 403, disk: [] });
+    }
+  });
+});
+
+describe('a deny by a gate after gate.multer()', () => {
+  it('the 403 comes once the file multer stored is removed', async () => {
+    for (let i = 0; i < RUNS; i++) {
+      const got = await upload('/after', [
+        filePart('doc', `kept-${i}.bin`, randomBytes(64 * 1024)),
+        fieldPart('to', '../../x'),
       ]);
       expect(got).toEqual({ status: 403, disk: [] });
     }
