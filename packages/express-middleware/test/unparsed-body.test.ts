@@ -43,6 +43,8 @@ function buildApp(options: Partial<PathgateOptions> = {}): express.Express {
   app.post('/drained', drain, optional, handler);
   // The right order: a body of a type the parser skips is still unread.
   app.post('/parsed', express.json(), optional, handler);
+  // Only an optional file spec: a body of another type can hold no file.
+  app.post('/file-optional', gate.write({ file: 'f', under: 'uploads', optional: true }), handler);
   // No body spec: the gate has no reason to look at the body.
   app.post('/query', gate.write({ query: 'to', under: 'uploads' }), express.json(), handler);
   return app;
@@ -139,6 +141,13 @@ describe('an unparsed body on a route with optional body specs', () => {
     const res = await supertest(app).post('/query?to=a.txt').send({ to: '../../x' });
     expect(res.status).toBe(200);
     expect(res.body.body).toEqual({ to: '../../x' });
+  });
+
+  it('a route with only an optional file spec lets a non-multipart body through', async () => {
+    const res = await supertest(app).post('/file-optional').send({ to: '../../x' });
+    expect(res.status).toBe(200);
+    expect(res.body.pathgate.files).toEqual([]);
+    expect(calls).toBe(1);
   });
 
   it('report-only: the deny is reported and the request goes on', async () => {
