@@ -4,13 +4,14 @@ import express, {
   type Express,
   type NextFunction,
   type Request,
+  type RequestHandler,
   type Response,
 } from 'express';
 import multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
-import { filePart, MULTIPART, multipart, request, withServed } from './helpers.js';
+import { filePart, MULTIPART, multipart, multipartPost, request, withServed } from './helpers.js';
 
 // How the app is put together, rather than what the client sends: sub-apps
 // with their own settings, nested routers, app.route(), arrays of
@@ -321,22 +322,60 @@ describe('a gate after a middleware that sent the headers (an event stream)', ()
     expect(logged).toEqual(['report-only']);
   });
 
-  it('enforced: no 403 can go out, so the deny goes to the error handler (the default one closes the connection)', async () => {
+  /** The stream, then `guard`, on GET and POST; every error noted, then handed to Express's default handler. */
+  function streamApp(guard: RequestHandler) {
     const errors: unknown[] = [];
     const app = express();
-    app.get('/events', startStream, gate.read({ query: 'p' }), (_req, res) => {
+    app.all('/events', startStream, guard, (_req, res) => {
       res.end('data: handled\n\n');
     });
     app.use(((error, _req, _res, next) => {
       errors.push(error);
       next(error);
     }) as ErrorRequestHandler);
+    return { app, errors };
+  }
+
+  const deniedError = expect.objectContaining({
+    status: 403,
+    label: 'query.p',
+    reason: 'path-not-in-allowlist',
+  });
+
+  it('enforced: no 403 can go out, so the deny goes to the error handler (the default one closes the connection)', async () => {
+    const { app, errors } = streamApp(gate.read({ query: 'p' }));
     const res = await withServed(app, (s) =>
       request(s.port, 'GET', '/events?p=../x').catch((error: Error) => error.message),
     );
     expect(res).toBe('aborted');
-    expect(errors).toEqual([
-      expect.objectContaining({ status: 403, label: 'query.p', reason: 'path-not-in-allowlist' }),
-    ]);
+    expect(errors).toEqual([deniedError]);
+  });
+
+  it('enforced, the body still arriving: still the deny goes to the error handler (no Connection header after the headers)', async () => {
+    const { app, errors } = streamApp(gate.read({ query: 'p' }));
+    const res = await withServed(app, (s) => {
+      const req = multipartPost(s.port, '/events?p=../x', 1000);
+      req.write('--');
+      return new Promise<string>((resolve) => {
+        req.on('response', (answer) => answer.on('error', (error) => resolve(error.message)));
+        req.on('error', (error) => resolve(error.message));
+      }).finally(() => req.destroy());
+    });
+    expect(res).toBe('aborted');
+    expect(errors).toEqual([deniedError]);
+  });
+
+  it('enforced: an onDeny that ends the stream answered: the error handler is not called', async () => {
+    const ending = pathgate({
+      root: ROOT,
+      fs: ['docs/**'],
+      onDeny: (_denial, _req, res) => {
+        res.end('data: denied\n\n');
+      },
+    });
+    const { app, errors } = streamApp(ending.read({ query: 'p' }));
+    const res = await withServed(app, (s) => request(s.port, 'GET', '/events?p=../x'));
+    expect(res.text).toBe('data: open\n\ndata: denied\n\n');
+    expect(errors).toEqual([]);
   });
 });
