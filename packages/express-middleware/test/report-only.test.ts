@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { denyBody, type PathDenial } from '@pathgate/core';
 import express from 'express';
 import supertest from 'supertest';
@@ -137,6 +138,24 @@ describe('reportOnly: true', () => {
     await supertest(app).get('/q?path=../x').expect(200);
     expect(seen).toEqual(['path-not-in-allowlist']);
     expect(calls()).toBe(1);
+  });
+
+  it("the watch on onDeny for a piped answer ends with it: the handler's own pipe finds no listener left", async () => {
+    const gate = pathgate({
+      root: ROOT,
+      fs: ['docs/**'],
+      reportOnly: true,
+      log: () => {},
+      onDeny: () => {},
+    });
+    const app = express();
+    let listeners = -1;
+    app.get('/q', gate.read({ query: 'path' }), (_req, res) => {
+      listeners = res.listenerCount('pipe');
+      Readable.from(['handled']).pipe(res);
+    });
+    const res = await supertest(app).get('/q?path=../x').expect(200);
+    expect([res.text, listeners]).toEqual(['handled', 0]);
   });
 });
 
