@@ -21,15 +21,14 @@ export function guardNotFoundHandlers(
   const set = fastify.setNotFoundHandler as SetNotFoundHandler;
   const guarded: SetNotFoundHandler = function pathgateSetNotFoundHandler(options, handler) {
     const declared = (options as Partial<RouteOptions> | null | undefined)?.config?.pathgate;
+    if (declared === undefined) return set.call(this, options, handler);
     const url = `${this.prefix}/*`;
-    // Options alone set Fastify's own handler, which pathgate cannot wrap: refused, not unchecked.
-    if (declared !== undefined && handler === undefined) {
+    // Options alone (or a null handler) set Fastify's own handler, which
+    // pathgate cannot wrap: refused, not unchecked; so is any non-function.
+    if (typeof handler !== 'function') {
       throw new TypeError(
         `pathgate: route ${NOT_FOUND} ${url}: config.pathgate needs the handler it guards; pass the handler, or leave config.pathgate out`,
       );
-    }
-    if (declared === undefined || typeof handler !== 'function') {
-      return set.call(this, options, handler);
     }
     const route = { ...(options as object), method: NOT_FOUND, url, handler } as RouteOptions;
     guard(route, this);

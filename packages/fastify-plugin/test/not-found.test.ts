@@ -127,4 +127,18 @@ describe('a not-found handler left to Fastify', () => {
       'pathgate: route not-found /*: config.pathgate needs the handler it guards; pass the handler, or leave config.pathgate out',
     );
   });
+
+  it('a declaration with a handler that is not a function stops startup the same way', async () => {
+    // Fastify sets its own 404 handler for a null one, and fails on a truthy
+    // one with an error that does not name the route: both are refused here.
+    for (const handler of [null, 'answer']) {
+      const app = newApp();
+      await withPlugin(app);
+      const set = () =>
+        app.setNotFoundHandler({ config: { pathgate: READ_STAR } } as never, handler as never);
+      expect(set).toThrow(
+        'pathgate: route not-found /*: config.pathgate needs the handler it guards',
+      );
+    }
+  });
 });
