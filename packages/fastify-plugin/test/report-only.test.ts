@@ -69,6 +69,11 @@ async function serve(onDenyThrows = false) {
       calls++;
       return 'ran';
     });
+    const memo = { mode: 'write', paths: [{ body: 'note' }] } as const;
+    scope.post('/memo', { config: { pathgate: memo } }, async () => {
+      calls++;
+      return 'ran';
+    });
   });
   await app.register(
     async (scope) => {
@@ -251,12 +256,16 @@ describe('report-only', () => {
     const note = { disposition: 'name="note"', data: 'uploads/a.png' };
     expect((await postMultipart(s.port, '/note/uploads%2Fa.png', [note])).text).toBe('ran');
     expect((await postMultipart(s.port, '/note/..%2Fx', [note])).text).toBe('ran');
-    expect(s.calls()).toBe(2);
+    // Required: reported missing by the check, and not a second time as unread.
+    expect((await postMultipart(s.port, '/memo', [note])).text).toBe('ran');
+    expect(s.calls()).toBe(3);
     expect(s.reports().map((l) => [l.pathgate?.label, l.pathgate?.reason])).toEqual([
       ['body.note', 'missing-path'],
       ['params.dir', 'path-not-in-allowlist'],
       ['body.note', 'missing-path'],
+      ['body.note', 'missing-path'],
     ]);
+    expect(s.denials).toHaveLength(4);
   });
 
   it('a route with a file spec: a missing file and a denied param are both reported, the handler runs', async () => {
