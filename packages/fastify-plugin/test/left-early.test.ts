@@ -301,6 +301,19 @@ describe('parts() with fields, attachFieldsToBody', () => {
     expect(streams.map((s) => s.destroyed)).toEqual([true]);
   });
 
+  it('dropped, then an empty answer (no payload to let go): the 403 instead', async () => {
+    const app = newApp();
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    await app.register(multipart);
+    app.post('/empty', config, async (request, reply) => {
+      await request.files()[Symbol.asyncIterator]().next();
+      return reply.send();
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/empty', [AVATAR]);
+    expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+  });
+
   it("dropped, with an app-wide onSend that compressed the handler's answer: the 403 is sent plain, and says so", async () => {
     const app = newApp();
     await app.register(pathgate, { root: sandbox(), fs: RULES });
