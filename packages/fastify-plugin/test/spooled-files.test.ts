@@ -1,3 +1,4 @@
+import { mkdirSync, renameSync } from 'node:fs';
 import multipart from '@fastify/multipart';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type PathgateOptions } from '../src/index.js';
@@ -9,11 +10,18 @@ import { RULES } from './multipart-server.js';
 // are removed, so a client that looks right after the 403 finds none; an
 // onDeny that answers a report-only deny itself gets them removed just after.
 
-/** `options`: pathgate's, beside its root and rules. */
-async function serve(options: Partial<PathgateOptions>) {
+/**
+ * `options`: pathgate's, beside its root and rules. `tamper`: what the app
+ * does to each spooled file before the deny. `errors`: what was logged at
+ * error level or above.
+ */
+async function serve(options: Partial<PathgateOptions>, tamper?: (path: string) => void) {
   const root = sandbox();
   const spool = sandbox();
-  const app = newApp();
+  const lines: { level: number; msg: string; err?: { code?: string } }[] = [];
+  const app = newApp({
+    logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+  });
   let looked = () => {};
   const clientLooked = new Promise<void>((resolve) => (looked = resolve));
   let cleaned = () => {};
@@ -30,6 +38,7 @@ async function serve(options: Partial<PathgateOptions>) {
   app.addHook('preHandler', async (request) => {
     const { files } = await request.saveRequestFiles({ tmpdir: spool });
     spooled += files.length;
+    for (const f of files) tamper?.(f.filepath);
   });
   const paths = [{ file: true, under: 'uploads' }, { body: ['note', 'value'] }] as const;
   app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async () => {
@@ -45,7 +54,10 @@ async function serve(options: Partial<PathgateOptions>) {
   const atAnswer = filesIn(spool);
   looked();
   await cleanupRan;
-  return { res, atAnswer, later: filesIn(spool), spooled, calls };
+  const errors = lines
+    .filter((line) => line.level >= 50)
+    .map(({ msg, err }) => ({ msg, code: err?.code }));
+  return { res, atAnswer, later: filesIn(spool), spooled, calls, errors };
 }
 
 describe('files an earlier hook spooled, then a deny of a body value', () => {
@@ -56,6 +68,29 @@ describe('files an earlier hook spooled, then a deny of a body value', () => {
       json: denied('body.note.value', 'path-not-in-allowlist'),
     });
     expect([s.spooled, s.calls, s.atAnswer, s.later]).toEqual([1, 0, [], []]);
+    // multipart's onResponse hook does not try (and fail) to remove them again.
+    expect(s.errors).toEqual([]);
+  });
+
+  it('one the app moved away already is no error', async () => {
+    const s = await serve({}, (path) => renameSync(path, `${path}.kept`));
+    expect(s.res).toMatchObject({ status: 403 });
+    expect([s.atAnswer.length, s.errors]).toEqual([1, []]);
+  });
+
+  it('one that cannot be removed is logged, and the 403 still goes out', async () => {
+    // A directory where the file was: removing it without `recursive` fails.
+    const s = await serve({}, (path) => {
+      renameSync(path, `${path}.kept`);
+      mkdirSync(path);
+    });
+    expect(s.res).toMatchObject({
+      status: 403,
+      json: denied('body.note.value', 'path-not-in-allowlist'),
+    });
+    expect(s.errors).toEqual([
+      { msg: 'pathgate: could not remove a spooled file', code: 'ERR_FS_EISDIR' },
+    ]);
   });
 
   it('report-only, onDeny answers itself: its answer, then they are removed', async () => {
