@@ -105,6 +105,13 @@ describe('an empty file input (filename="", no bytes)', () => {
     expect(res.json).toEqual({ avatar: false, note: true, checked: [] });
   });
 
+  it('optional, attachFieldsToBody: two empty inputs of one field leave no (empty) list behind', async () => {
+    const { port } = await serve();
+    // Both parts reach multipart's body as one list before the guard drops either.
+    const res = await postMultipart(port, '/attach', [EMPTY_INPUT, EMPTY_INPUT, note('after')]);
+    expect(res.json).toEqual({ avatar: false, note: true, checked: [] });
+  });
+
   it('optional, files(): a real file after the empty input is still handed out and checked', async () => {
     const { port, root } = await serve();
     const file = {
