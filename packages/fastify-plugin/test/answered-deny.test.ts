@@ -1,8 +1,8 @@
 import multipart from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import pathgate from '../src/index.js';
-import { denied, filesIn, listen, newApp, postMultipart, sandbox } from './helpers.js';
+import pathgate, { PathgateDeniedError } from '../src/index.js';
+import { denied, filesIn, listen, newApp, postMultipart, request, sandbox } from './helpers.js';
 
 // A deny met while the handler reads the upload: the multipart call throws to
 // stop the handler. Answered by an onDeny that answers the request itself, that
@@ -246,5 +246,44 @@ describe.each([
     const s = await serve({ reportOnly, attach: true, asyncOnSend: true, consume: async () => {} });
     expect(s.res).toMatchObject(ANSWER);
     expect(s).toMatchObject({ reached: [], errors: [], sentTwice: [] });
+  });
+});
+
+// A file route's handler is wrapped to settle such a throw; what it returns
+// otherwise must reach Fastify as it was, sync values included.
+describe("a file route's handler, its value as Fastify would take it", () => {
+  async function fileRoute(handler: RouteHandlerMethod) {
+    const lines: LogLine[] = [];
+    const app = newApp({
+      logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+    });
+    await app.register(pathgate, { root: sandbox(), fs: ['rw:./uploads/**'] });
+    const paths = [{ file: true, under: 'uploads', optional: true }] as const;
+    app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, handler);
+    const res = await request(await listen(app), { method: 'POST', path: '/up' });
+    // A rejection settles after the answer: Fastify logs it then.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return { res, errors: lines.filter((l) => l.level >= 50).map((l) => l.msg) };
+  }
+
+  it('undefined from a sync handler: Fastify waits for the answer it sends later', async () => {
+    const s = await fileRoute((_request, reply) => {
+      setImmediate(() => reply.send({ late: true }));
+    });
+    expect(s.res).toMatchObject({ status: 200, json: { late: true } });
+  });
+
+  it('null from a sync handler: sent as it is', async () => {
+    const s = await fileRoute(() => null);
+    expect({ status: s.res.status, errors: s.errors }).toEqual({ status: 200, errors: [] });
+  });
+
+  it("the app's own deny (checkFs), thrown after its own answer: still logged", async () => {
+    const s = await fileRoute(async (_request, reply) => {
+      await reply.code(403).send({ own: true });
+      throw new PathgateDeniedError({ reason: 'path-not-in-allowlist', label: 'own' });
+    });
+    expect(s.res).toMatchObject({ status: 403, json: { own: true } });
+    expect(s.errors).toEqual(['Promise errored, but reply.sent = true was set']);
   });
 });
