@@ -299,8 +299,9 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     attachFieldsToBody: boolean | 'keyValues',
     replace: Replace,
     pathgate = UPLOAD,
+    options: Parameters<typeof gatedApp>[0] = {},
   ) {
-    const { app, root, count } = await gatedApp();
+    const { app, root, count } = await gatedApp(options);
     await app.register(multipart, { preservePath: true, attachFieldsToBody });
     app.addHook('onRoute', onAuthRoute(replace));
     app.post('/up/:dir', { config: { ...AUTH, pathgate } }, async (req) => {
@@ -363,6 +364,17 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     const none = await postMultipart(port, '/up/uploads', [{ disposition: 'name="a"', data: 'x' }]);
     expect(none.json).toEqual(denied('file *', 'missing-path'));
     expect(count.calls).toBe(0);
+  });
+
+  it('report-only, attachFieldsToBody, every hook removed: a file parsed unchecked is reported once, as unexpected', async () => {
+    const reports: string[] = [];
+    const onDeny: DenyHandler = (denial) => void reports.push(`${denial.label} ${denial.reason}`);
+    const hooks = without('onRequest', 'preHandler', 'onSend');
+    const { port, count } = await uploadApp(true, hooks, UPLOAD, { reportOnly: true, onDeny });
+    const res = await postMultipart(port, '/up/uploads', part('good.txt'));
+    expect([res.status, res.text, count.calls]).toEqual([200, 'ran', 1]);
+    // Not also as a missing required file: the file is there, only unchecked.
+    expect(reports).toEqual(['file unexpected-file']);
   });
 
   it("attachFieldsToBody 'keyValues', an optional file spec, onRequest removed: a file parsed unchecked denies", async () => {
