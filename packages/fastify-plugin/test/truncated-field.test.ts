@@ -134,20 +134,26 @@ describe('report-only mode', () => {
 });
 
 describe('a route without a body spec', () => {
-  it('leaves a cut field to the app: multipart flags it, pathgate checks only the file', async () => {
-    const root = sandbox();
-    const app = newApp();
-    await app.register(multipart, { attachFieldsToBody: true, limits: { fieldSize: LIMIT } });
-    await app.register(pathgate, { root, fs: RULES });
-    const paths = [{ file: 'f', under: 'uploads' }];
-    app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (req) => {
-      const { note } = req.body as { note: { value: string; valueTruncated: boolean } };
-      return { note: note.value, truncated: note.valueTruncated };
-    });
-    const port = await listen(app);
-    const res = await postMultipart(port, '/up', [field('note', 'n'.repeat(LIMIT + 1)), upload]);
-    expect(res.json).toEqual({ note: 'n'.repeat(LIMIT), truncated: true });
-  });
+  it.each([
+    ['a file spec: pathgate checks only the file', { file: 'f', under: 'uploads' }],
+    ['a query spec alone: pathgate wraps no multipart method', { query: 'p', optional: true }],
+  ] as [string, PathSpec][])(
+    'leaves a cut field to the app, multipart flags it (%s)',
+    async (_n, spec) => {
+      const root = sandbox();
+      const app = newApp();
+      await app.register(multipart, { attachFieldsToBody: true, limits: { fieldSize: LIMIT } });
+      await app.register(pathgate, { root, fs: RULES });
+      const paths = [spec];
+      app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (req) => {
+        const { note } = req.body as { note: { value: string; valueTruncated: boolean } };
+        return { note: note.value, truncated: note.valueTruncated };
+      });
+      const port = await listen(app);
+      const res = await postMultipart(port, '/up', [field('note', 'n'.repeat(LIMIT + 1)), upload]);
+      expect(res.json).toEqual({ note: 'n'.repeat(LIMIT), truncated: true });
+    },
+  );
 });
 
 describe('the onRequest hook that guards fields', () => {
