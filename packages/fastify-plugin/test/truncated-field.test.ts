@@ -134,21 +134,25 @@ describe('report-only mode', () => {
 });
 
 describe('a route without a body spec', () => {
+  const QUERY: PathSpec = { query: 'p', optional: true };
   it.each([
-    ['a file spec: pathgate checks only the file', { file: 'f', under: 'uploads' }],
-    ['a query spec alone: pathgate wraps no multipart method', { query: 'p', optional: true }],
-  ] as [string, PathSpec][])(
+    ['a file spec: pathgate checks only the file', { file: 'f', under: 'uploads' }, false],
+    ['a query spec alone: pathgate wraps no multipart method', QUERY, false],
+    ['a query spec alone, declared before pathgate (app-wide hooks)', QUERY, true],
+  ] as [string, PathSpec, boolean][])(
     'leaves a cut field to the app, multipart flags it (%s)',
-    async (_n, spec) => {
+    async (_n, spec, before) => {
       const root = sandbox();
       const app = newApp();
       await app.register(multipart, { attachFieldsToBody: true, limits: { fieldSize: LIMIT } });
+      const declare = () =>
+        app.post('/up', { config: { pathgate: { mode: 'write', paths: [spec] } } }, async (req) => {
+          const { note } = req.body as { note: { value: string; valueTruncated: boolean } };
+          return { note: note.value, truncated: note.valueTruncated };
+        });
+      if (before) declare();
       await app.register(pathgate, { root, fs: RULES });
-      const paths = [spec];
-      app.post('/up', { config: { pathgate: { mode: 'write', paths } } }, async (req) => {
-        const { note } = req.body as { note: { value: string; valueTruncated: boolean } };
-        return { note: note.value, truncated: note.valueTruncated };
-      });
+      if (!before) declare();
       const port = await listen(app);
       const res = await postMultipart(port, '/up', [field('note', 'n'.repeat(LIMIT + 1)), upload]);
       expect(res.json).toEqual({ note: 'n'.repeat(LIMIT), truncated: true });
