@@ -366,7 +366,7 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     expect(count.calls).toBe(0);
   });
 
-  it('report-only, attachFieldsToBody, every hook removed: a file parsed unchecked is reported once, as unexpected', async () => {
+  it('report-only, attachFieldsToBody, every hook removed: each deny is reported once', async () => {
     const reports: string[] = [];
     const onDeny: DenyHandler = (denial) => void reports.push(`${denial.label} ${denial.reason}`);
     const hooks = without('onRequest', 'preHandler', 'onSend');
@@ -375,6 +375,10 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     expect([res.status, res.text, count.calls]).toEqual([200, 'ran', 1]);
     // Not also as a missing required file: the file is there, only unchecked.
     expect(reports).toEqual(['file unexpected-file']);
+    // Not multipart: the required file is missing, reported once.
+    const json = await postJson(port, '/up/uploads', {});
+    expect([json.status, json.text, count.calls]).toEqual([200, 'ran', 2]);
+    expect(reports).toEqual(['file unexpected-file', 'file * missing-path']);
   });
 
   it("attachFieldsToBody 'keyValues', an optional file spec, onRequest removed: a file parsed unchecked denies", async () => {
