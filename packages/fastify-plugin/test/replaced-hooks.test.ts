@@ -243,29 +243,42 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
     expect(denials).toEqual(['params.n', 'params.n']);
   });
 
-  it("a route's guarded handler called from another guarded route's: its own guard runs too", async () => {
-    const { app, count } = await gatedApp();
-    let plain: RouteOptions['handler'] | undefined;
-    app.addHook(
-      'onRoute',
-      onAuthRoute((route) => {
-        plain = route.handler;
-      }),
-    );
-    declarePlain(app, count);
-    // `/q` passes its own check, then hands the request to `/plain/:n`'s handler.
-    app.get(
-      '/q',
-      { config: { pathgate: { mode: 'read', paths: [{ query: 'p' }] } } },
-      function (req, reply) {
-        return plain?.call(this, req, reply);
-      },
-    );
-    const res = await app.inject({ url: '/q?p=public%2Fa' });
-    // `/plain/:n`'s guard: this request has no `n` param.
-    expect([res.statusCode, res.json()]).toEqual([403, denied('params.n', 'missing-path')]);
-    expect(count.calls).toBe(0);
-  });
+  const WITH_FILE: RouteGuardOptions = {
+    mode: 'read',
+    paths: [{ params: 'n' }, { file: true, under: 'uploads', optional: true }],
+  };
+  it.each([
+    ['without a file spec', READ_N],
+    ['with a file spec', WITH_FILE],
+  ])(
+    "a route's guarded handler (%s) called from another guarded route's: its own guard runs too",
+    async (_n, pathgate) => {
+      const { app, count } = await gatedApp();
+      let target: RouteOptions['handler'] | undefined;
+      app.addHook(
+        'onRoute',
+        onAuthRoute((route) => {
+          target = route.handler;
+        }),
+      );
+      app.get('/target/:n', { config: { ...AUTH, pathgate } }, async () => {
+        count.calls++;
+        return 'ran';
+      });
+      // `/q` passes its own check, then hands the request to `/target/:n`'s handler.
+      app.get(
+        '/q',
+        { config: { pathgate: { mode: 'read', paths: [{ query: 'p' }] } } },
+        function (req, reply) {
+          return target?.call(this, req, reply);
+        },
+      );
+      const res = await app.inject({ url: '/q?p=public%2Fa' });
+      // `/target/:n`'s guard: this request has no `n` param.
+      expect([res.statusCode, res.json()]).toEqual([403, denied('params.n', 'missing-path')]);
+      expect(count.calls).toBe(0);
+    },
+  );
 });
 
 describe('routes no other hook touches keep working, checked once', () => {
