@@ -20,6 +20,12 @@ const UPLOAD: RouteGuardOptions = {
   paths: [{ params: 'dir' }, { file: true, under: 'uploads' }],
 };
 
+/** `READ_N` on a route with a file spec: pathgate's own onRequest hook starts its check. */
+const WITH_FILE: RouteGuardOptions = {
+  mode: 'read',
+  paths: [{ params: 'n' }, { file: true, under: 'uploads', optional: true }],
+};
+
 /** Marks the routes the replacing hook acts on, as an auth plugin's option would. */
 const AUTH = { auth: true };
 
@@ -150,6 +156,23 @@ describe("another plugin's onRoute hook replaces pathgate's preHandler", () => {
     await expectGuarded(app, count);
   });
 
+  it('the app-wide hooks check nothing of a file route the route-level hooks guard', async () => {
+    const app = newApp();
+    app.get('/early', async () => 'early');
+    const count = { checks: 0 };
+    const resolve = (path: string) => {
+      count.checks++;
+      return path;
+    };
+    await app.register(pathgate, { root: sandbox(), fs: RULES, resolve });
+    app.get('/f/:n', { config: { pathgate: WITH_FILE } }, async () => 'ran');
+    count.checks = 0; // the root, resolved once at registration
+    const ok = await app.inject({ url: '/f/public%2Fa' });
+    expect([ok.statusCode, ok.body]).toEqual([200, 'ran']);
+    // params.n early (onRequest) and with the rest (preHandler): 2, none by the app-wide hooks.
+    expect(count.checks).toBe(2);
+  });
+
   it('the replacing hook registered before pathgate: pathgate sees its preHandler, and guards', async () => {
     const app = newApp();
     app.addHook('onRoute', onAuthRoute(replacePreHandler));
@@ -243,10 +266,6 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
     expect(denials).toEqual(['params.n', 'params.n']);
   });
 
-  const WITH_FILE: RouteGuardOptions = {
-    mode: 'read',
-    paths: [{ params: 'n' }, { file: true, under: 'uploads', optional: true }],
-  };
   it.each([
     ['without a file spec', READ_N],
     ['with a file spec', WITH_FILE],
