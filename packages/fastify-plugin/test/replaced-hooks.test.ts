@@ -380,6 +380,12 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     },
   );
 
+  it('streaming, without onRequest: the filename deny keeps its full 403 body (its onSend still runs)', async () => {
+    const { port } = await uploadApp(false, without('onRequest'));
+    const name = await postMultipart(port, '/up/uploads', part('../../evil.txt'));
+    expect([name.status, name.json]).toEqual([403, denied('file *', 'path-not-in-allowlist')]);
+  });
+
   it('none removed: the guarded handler checks nothing again', async () => {
     const { port, count } = await uploadApp(false, () => {});
     const ok = await postMultipart(port, '/up/uploads', part('good.txt'));
