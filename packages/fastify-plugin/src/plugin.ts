@@ -7,17 +7,21 @@ import { guardRoute, registeredBelow, routesMayEscape } from './reach.js';
 import { kState, stateOf } from './request-state.js';
 import { RouteGuards } from './route-config.js';
 
+/** What a second registration in one tree is told. */
+const ONCE_PER_TREE =
+  'register it once per tree, at the root (a second policy needs a sibling context)';
+
 async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions): Promise<void> {
   const settings = readOptions(options);
   // Fastify's own duplicate-decorator error names only the internal symbol.
   if (fastify.hasRequestDecorator(kState)) {
     throw new Error(
-      'pathgate: registered already in this context or one above it; register it once per tree, at the root (a second policy needs a sibling context)',
+      `pathgate: registered already in this context or one above it; ${ONCE_PER_TREE}`,
     );
   }
   if (registeredBelow(fastify)) {
     throw new Error(
-      'pathgate: a context inside this one registered pathgate already; register it once per tree, at the root (a second policy needs a sibling context)',
+      `pathgate: a context inside this one registered pathgate already; ${ONCE_PER_TREE}`,
     );
   }
   const guards = new RouteGuards(settings.policy);
