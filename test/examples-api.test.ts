@@ -11,6 +11,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -540,6 +541,33 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
       expect(await exited).toBe(0);
     }
     expect(existsSync(root)).toBe(false);
+  }, 30_000);
+});
+
+describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-download', ({ name }) => {
+  // A keep-alive client that stops reading a download holds its connection
+  // busy: SIGTERM must still close it, not wait for a reader that never comes.
+  it('exits promptly on SIGTERM and removes the sandbox', async () => {
+    const { child, url, root } = await startChild(name);
+    writeFileSync(join(root, 'public', 'big.bin'), Buffer.alloc(32 * 1024 * 1024));
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const stalled = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        http.get(`${url}/files/public/big.bin`, { agent }, resolve).once('error', reject);
+      });
+      expect(stalled.statusCode).toBe(200);
+      stalled.pause();
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      // Fastify's default close waits for the stalled answer as long as it stalls.
+      const late = new Promise((resolve) => setTimeout(resolve, 10_000, 'still running'));
+      expect(await Promise.race([exited, late])).toBe(0);
+      expect(existsSync(root)).toBe(false);
+    } finally {
+      agent.destroy();
+      child.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    }
   }, 30_000);
 });
 

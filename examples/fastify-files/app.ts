@@ -30,6 +30,10 @@ function sendError(reply: FastifyReply, body: ErrorBody): FastifyReply {
 export async function buildApp(root: string): Promise<FastifyInstance> {
   const app = Fastify({
     requestTimeout: REQUEST_TIMEOUT_MS,
+    // close() ends every connection, as the Express example's does: Fastify's
+    // default ends only idle ones, and waits on a download nobody reads, or a
+    // keep-alive socket whose answer went out after close began (72 s).
+    forceCloseConnections: true,
     // A URL that does not decode (FST_ERR_BAD_URL) is answered before any
     // route or error handler, with a message that echoes it: the same bare
     // 400 as the Express example instead.
