@@ -137,7 +137,9 @@ describe.skipIf(!hasChromium)('the examples in headless Chromium', () => {
         reason: 'path-not-in-allowlist',
       });
       expect(await page.locator('body').textContent()).toContain('path-not-in-allowlist');
+      // Back on the page once its lists are in: no request of it is left in flight.
       await page.goBack();
+      await page.locator('#list-public li', { hasText: 'readme.txt' }).waitFor();
     });
   });
 });
