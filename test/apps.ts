@@ -97,7 +97,9 @@ export function buildExpress(options: AppOptions): express.Express {
  * keeps it too).
  */
 export async function buildFastify(options: AppOptions): Promise<FastifyInstance> {
-  const app = Fastify();
+  // close() ends every connection, as the Express side's does: Fastify's
+  // default leaves a busy keep-alive socket open for its 72 s timeout.
+  const app = Fastify({ forceCloseConnections: true });
   await app.register(fastifyGate, {
     policy: options.policy,
     reportOnly: options.reportOnly,
