@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 const dir = mkdtempSync(join(tmpdir(), 'pathgate-vitest-'));
 const report = join(dir, 'results.json');
@@ -35,7 +35,19 @@ if (!summary) {
   process.exit(run.status || 1);
 }
 const skipped = summary.numPendingTests + summary.numTodoTests;
-const tail = skipped > 0 ? `, ${skipped} skipped` : '';
+// A hook or an import that throws fails its file with no test failed: said
+// here too, or the line would read `0 failed` under a failed run.
+const outside = summary.testResults.filter(
+  (file) => file.status === 'failed' && !file.assertionResults.some((t) => t.status === 'failed'),
+);
+for (const file of outside) {
+  console.error(
+    `${relative(process.cwd(), file.name)} failed outside its tests (a hook or an import)`,
+  );
+}
+const tail =
+  (skipped > 0 ? `, ${skipped} skipped` : '') +
+  (outside.length > 0 ? `, ${outside.length} file(s) failed outside their tests` : '');
 console.log(`${summary.numPassedTests} passed, ${summary.numFailedTests} failed${tail}`);
 const failed = summary.numFailedTests > 0 || summary.numFailedTestSuites > 0 || run.status !== 0;
 process.exit(failed ? run.status || 1 : 0);
