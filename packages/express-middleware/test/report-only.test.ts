@@ -1,10 +1,11 @@
 import { Readable } from 'node:stream';
 import { denyBody, type PathDenial } from '@pathgate/core';
 import express from 'express';
+import type multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { type PathgateLogEntry, type PathgateRuleOptions, pathgate } from '../src/index.js';
-import { filePart, onApp, upload } from './helpers.js';
+import { filePart, filesUnder, onApp, upload } from './helpers.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
 // and lets the request through; onDeny sees every deny and may shape the 403.
@@ -358,6 +359,61 @@ describe('reportOnly with multer', () => {
       (port, root) => run(port, root, reports),
     );
   }
+
+  /**
+   * `POST /orphan`: a report-only gate's multer middleware with no gate
+   * middleware before it; `filtered` names the files the app's own fileFilter saw.
+   */
+  function onOrphanUpload(
+    onDeny: PathgateRuleOptions['onDeny'],
+    run: (port: number, root: string, filtered: string[]) => Promise<void>,
+  ) {
+    const filtered: string[] = [];
+    return onApp(
+      (root, app) => {
+        const gate = pathgate({
+          root,
+          fs: ['rw:uploads/**'],
+          reportOnly: true,
+          log: () => {},
+          onDeny,
+        });
+        const fileFilter: multer.Options['fileFilter'] = (_req, file, cb) => {
+          filtered.push(file.originalname);
+          cb(null, true);
+        };
+        app.post('/orphan', gate.multer({ fileFilter }).single('a'), (req, res) => {
+          res.json({ file: req.file?.originalname ?? null, path: req.file?.pathgatePath ?? null });
+        });
+      },
+      (port, root) => run(port, root, filtered),
+    );
+  }
+
+  it('gate.multer() without a gate middleware: the file is reported unexpected, then arrives unchecked', async () => {
+    const seen: PathDenial[] = [];
+    await onOrphanUpload(
+      (denial) => void seen.push(denial),
+      async (port, root, filtered) => {
+        const res = await upload(port, '/orphan', [filePart('a', 'ok.txt')]);
+        expect([res.status, res.json]).toEqual([200, { file: 'ok.txt', path: null }]);
+        expect(seen.map((d) => [d.label, d.reason])).toEqual([['file', 'unexpected-file']]);
+        expect([filtered, filesUnder(root)]).toEqual([['ok.txt'], []]);
+      },
+    );
+  });
+
+  it('gate.multer() without a gate middleware: an onDeny that answers itself stops the upload there', async () => {
+    await onOrphanUpload(
+      (_denial, _req, res) => void res.status(451).json({ mine: true }),
+      async (port, root, filtered) => {
+        const res = await upload(port, '/orphan', [filePart('a', 'ok.txt', 'y'.repeat(100_000))]);
+        expect([res.status, res.json]).toEqual([451, { mine: true }]);
+        // The app's fileFilter never sees the part: the upload was aborted before it.
+        expect([filtered, filesUnder(root)]).toEqual([[], []]);
+      },
+    );
+  });
 
   it('the only file, would-be denied, is reported once, not as missing too', async () => {
     await onUploads(async (port, _root, { seen, logs }) => {
