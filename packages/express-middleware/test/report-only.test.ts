@@ -362,9 +362,10 @@ describe('reportOnly with multer', () => {
 
   /**
    * `POST /orphan`: a report-only gate's multer middleware with no gate
-   * middleware before it; `filtered` names the files the app's own fileFilter saw.
+   * middleware before it (`POST /guarded`: behind `gate.write` of file `a`
+   * under uploads/); `filtered` names the files the app's own fileFilter saw.
    */
-  function onOrphanUpload(
+  function onFilteredUploads(
     onDeny: PathgateRuleOptions['onDeny'],
     run: (port: number, root: string, filtered: string[]) => Promise<void>,
   ) {
@@ -382,9 +383,13 @@ describe('reportOnly with multer', () => {
           filtered.push(file.originalname);
           cb(null, true);
         };
-        app.post('/orphan', gate.multer({ fileFilter }).single('a'), (req, res) => {
-          res.json({ file: req.file?.originalname ?? null, path: req.file?.pathgatePath ?? null });
-        });
+        const up = gate.multer({ fileFilter }).any();
+        const handler: express.RequestHandler = (req, res) => {
+          const files = req.files as Express.Multer.File[];
+          res.json(files.map((f) => ({ file: f.originalname, path: f.pathgatePath ?? null })));
+        };
+        app.post('/orphan', up, handler);
+        app.post('/guarded', gate.write({ file: 'a', under: 'uploads' }), up, handler);
       },
       (port, root) => run(port, root, filtered),
     );
@@ -392,11 +397,11 @@ describe('reportOnly with multer', () => {
 
   it('gate.multer() without a gate middleware: the file is reported unexpected, then arrives unchecked', async () => {
     const seen: PathDenial[] = [];
-    await onOrphanUpload(
+    await onFilteredUploads(
       (denial) => void seen.push(denial),
       async (port, root, filtered) => {
         const res = await upload(port, '/orphan', [filePart('a', 'ok.txt')]);
-        expect([res.status, res.json]).toEqual([200, { file: 'ok.txt', path: null }]);
+        expect([res.status, res.json]).toEqual([200, [{ file: 'ok.txt', path: null }]]);
         expect(seen.map((d) => [d.label, d.reason])).toEqual([['file', 'unexpected-file']]);
         expect([filtered, filesUnder(root)]).toEqual([['ok.txt'], []]);
       },
@@ -404,12 +409,26 @@ describe('reportOnly with multer', () => {
   });
 
   it('gate.multer() without a gate middleware: an onDeny that answers itself stops the upload there', async () => {
-    await onOrphanUpload(
+    await onFilteredUploads(
       (_denial, _req, res) => void res.status(451).json({ mine: true }),
       async (port, root, filtered) => {
         const res = await upload(port, '/orphan', [filePart('a', 'ok.txt', 'y'.repeat(100_000))]);
         expect([res.status, res.json]).toEqual([451, { mine: true }]);
         // The app's fileFilter never sees the part: the upload was aborted before it.
+        expect([filtered, filesUnder(root)]).toEqual([[], []]);
+      },
+    );
+  });
+
+  it.each([
+    ['a would-be denied name', filePart('a', '../evil.txt', 'y'.repeat(100_000))],
+    ['a field no gate declares', filePart('b', 'ok.txt', 'y'.repeat(100_000))],
+  ])('%s: an onDeny that answers itself stops the upload there', async (_name, part) => {
+    await onFilteredUploads(
+      (_denial, _req, res) => void res.status(451).json({ mine: true }),
+      async (port, root, filtered) => {
+        const res = await upload(port, '/guarded', [part]);
+        expect([res.status, res.json]).toEqual([451, { mine: true }]);
         expect([filtered, filesUnder(root)]).toEqual([[], []]);
       },
     );
