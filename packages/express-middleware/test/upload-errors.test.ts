@@ -3,6 +3,7 @@ import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
 import { type PathgateLogEntry, type PathgateMulterOptions, pathgate } from '../src/index.js';
 import {
+  fieldPart,
   filePart,
   filesUnder,
   type RawPart,
@@ -70,6 +71,16 @@ describe("multer's refusals reach the error handler as the client's fault", () =
       413,
       { error: expect.any(String), code: 'LIMIT_FILE_COUNT' },
     ]);
+  });
+
+  it.each([
+    ['LIMIT_PART_COUNT', { parts: 1 }, [fieldPart('n', 'v'), filePart('f', 'a.txt')]],
+    ['LIMIT_FIELD_KEY', { fieldNameSize: 2 }, [fieldPart('long', 'v')]],
+    ['LIMIT_FIELD_VALUE', { fieldSize: 2 }, [fieldPart('n', 'long')]],
+    ['LIMIT_FIELD_COUNT', { fields: 0 }, [fieldPart('n', 'v')]],
+  ] as const)('a field or part limit exceeded (%s) → 413, exposed', async (code, limits, parts) => {
+    const { res } = await uploadTo({ limits }, (up) => up.single('f'), parts);
+    expect([res.status, res.json]).toEqual([413, { error: expect.any(String), code }]);
   });
 
   it('another multer refusal (a field multer does not expect) → 400, exposed', async () => {
