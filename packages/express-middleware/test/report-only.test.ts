@@ -434,6 +434,44 @@ describe('reportOnly with multer', () => {
     );
   });
 
+  it("a would-be denied part reported already still goes to the enforcing gate after it: each one stored at that gate's path", async () => {
+    const seen: string[] = [];
+    await onApp(
+      (root, app) => {
+        const watching = pathgate({
+          root,
+          fs: ['rw:uploads/*.png'],
+          reportOnly: true,
+          log: () => {},
+          onDeny: (denial) => void seen.push(denial.label),
+        });
+        const enforcing = pathgate({ root, fs: ['rw:uploads/**'] });
+        const a = { file: 'a', under: 'uploads' } as const;
+        app.post(
+          '/up',
+          watching.write(a),
+          enforcing.write(a),
+          enforcing.multer().array('a'),
+          (req, res) => {
+            const files = req.files as Express.Multer.File[];
+            res.json(files.map((f) => f.pathgatePath ?? null));
+          },
+        );
+      },
+      async (port, root) => {
+        const res = await upload(port, '/up', [filePart('a', 'one.exe'), filePart('a', 'two.exe')]);
+        expect([res.status, res.json]).toEqual([
+          200,
+          [`${root}/uploads/one.exe`, `${root}/uploads/two.exe`],
+        ]);
+        expect([seen, filesUnder(root)]).toEqual([
+          ['file a'],
+          ['uploads/one.exe', 'uploads/two.exe'],
+        ]);
+      },
+    );
+  });
+
   it('the only file, would-be denied, is reported once, not as missing too', async () => {
     await onUploads(async (port, _root, { seen, logs }) => {
       const res = await upload(port, '/up', [filePart('a', '../../evil.js')]);
