@@ -231,6 +231,10 @@ describe('an allowed file is written where the check looked', () => {
     expect((handled(res).pathgate as { files: unknown[] }).files).toHaveLength(2);
     expect(readFileSync(join(served.root, 'uploads', 'multi', '2.txt'), 'utf8')).toBe('2');
   });
+
+  it('any() with no file at all: the required `file: true` spec is missing', async () => {
+    await expectDenied(await send('/any', [fieldPart('note', 'hi')]), 'missing-path', 'file *');
+  });
 });
 
 describe('a denied filename: 403 from fileFilter, nothing written', () => {
