@@ -257,7 +257,13 @@ describe('a user fileFilter that calls back twice: its first answer decides, a l
         await until(() => logged.length > 0 || filesUnder(dir.root).length === 0);
         expect([filesUnder(dir.root), logged]).toEqual([
           ['uploads/a.txt'],
-          [expect.objectContaining({ event: 'hook-failed', error: boom })],
+          [
+            expect.objectContaining({
+              event: 'hook-failed',
+              message: 'fileFilter (after the upload was read) failed: audit write failed',
+              error: boom,
+            }),
+          ],
         ]);
       });
     } finally {
