@@ -585,6 +585,16 @@ describe('wiring', () => {
     expect(uploads()).toEqual(before);
   });
 
+  it("a content-type multer's type-is accepts but busboy cannot parse is the client's 400, not a 500", async () => {
+    const before = uploads();
+    // A space after `=`: multer's type-is passes it on, busboy throws 'Malformed content type'.
+    const res = await request(served.port, 'POST', '/optional', {
+      headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY};charset= x` },
+      body: multipart([filePart('avatar', 'malformed.txt')]),
+    });
+    expect([res.status, calls, uploads()]).toEqual([400, 0, before]);
+  });
+
   it('a chunked multipart body (no content-length) is still read by multer and checked', async () => {
     const sendChunked = (path: string, parts: readonly RawPart[]) =>
       request(served.port, 'POST', path, {
