@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -443,6 +444,21 @@ describe('errors', () => {
     expect(res.status).toBe(500);
     expect(s.calls()).toBe(1);
     expect(filesIn(s.root)).toEqual([]);
+  });
+
+  it("an app's own error on an allowed part's stream stays a 500, not a malformed body's 400", async () => {
+    const app = newApp();
+    await app.register(pathgate, { root: sandbox(), fs: RULES });
+    await app.register(multipart);
+    app.post('/file', { config: { pathgate: UPLOAD } }, async (request) => {
+      const part = await request.file();
+      part?.file.destroy(new Error('the app gave up on the part'));
+      await finished(part?.file as Readable);
+      return 'not reached';
+    });
+    const port = await listen(app);
+    const res = await postMultipart(port, '/file', [file('a.png')]);
+    expect(res).toMatchObject({ status: 500, json: { message: 'the app gave up on the part' } });
   });
 
   const shape = (error: PathgateDenied) => ({
