@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import pathgate from '../src/index.js';
 import {
   denied,
@@ -39,8 +39,9 @@ const ITERATIONS: readonly (readonly [string, Iterate])[] = [
 /**
  * What the handler does with the loop: how many files it stores, and how it
  * leaves. `drop`: no loop, `next()` by hand, then the iterator is dropped.
+ * `answer`: it sends its answer, waits for it to leave, then runs the loop to its end.
  */
-type Leave = 'break' | 'return' | 'throw' | 'finish' | 'drop';
+type Leave = 'break' | 'return' | 'throw' | 'finish' | 'drop' | 'answer';
 
 /** The handler's own error, thrown inside the loop. */
 const teapot = () => Object.assign(new Error('the handler gave up'), { statusCode: 418 });
@@ -84,7 +85,7 @@ async function serve(
   app.post<{ Params: { leave: Leave; keep: string } }>(
     '/:leave/:keep',
     { config: { pathgate: { mode: 'write', paths } } },
-    async (request) => {
+    async (request, reply) => {
       const { leave } = request.params;
       const keep = Number(request.params.keep);
       const stored: string[] = [];
@@ -100,12 +101,16 @@ async function serve(
         if (p.type !== 'file') continue;
         stored.push(await store(p as MultipartFile));
         if (stored.length < keep || leave === 'finish') continue;
+        if (leave === 'answer') {
+          if (!reply.sent) await reply.send({ stored });
+          continue;
+        }
         if (leave === 'return') return { stored, left: 'return' };
         if (leave === 'throw') throw teapot();
         break;
       }
       after++;
-      return { stored };
+      return leave === 'answer' ? reply : { stored };
     },
   );
   const port = await listen(app);
@@ -215,6 +220,19 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
     expect(s.reports()).toEqual([{ label: 'file doc', reason: 'missing-path' }]);
     expect(s.denies).toEqual(['file doc']);
   });
+
+  it.each([false, true])(
+    'answered before a required file, then run to its end (reportOnly: %s): denied once, as the answer left',
+    async (reportOnly) => {
+      const s = await serve(iterate, { reportOnly });
+      const res = await postMultipart(s.port, '/answer/1', [AVATAR]);
+      if (reportOnly) expect(res.json).toEqual({ stored: [`${s.root}/uploads/a.png`] });
+      else expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
+      await vi.waitFor(() => expect(s.after()).toBe(1));
+      expect(s.denies).toEqual(['file doc']);
+      expect(s.troubles()).toEqual([]);
+    },
+  );
 
   it('report-only: a loop run to its end is reported once, not again as the answer leaves', async () => {
     const s = await serve(iterate, { reportOnly: true });
