@@ -92,7 +92,9 @@ async function serve(
       if (leave === 'drop') {
         const parts = iterate(request)[Symbol.asyncIterator]();
         while (stored.length < keep) {
-          stored.push(await store((await parts.next()).value as MultipartFile));
+          const next = (await parts.next()).value as MultipartFile;
+          // Report-only: a would-be denied part comes without a pathgatePath, unstored.
+          if (next.pathgatePath !== undefined) stored.push(await store(next));
         }
         after++;
         return { stored };
@@ -233,6 +235,16 @@ describe.each(ITERATIONS)('%s left early', (_name, iterate) => {
       expect(s.troubles()).toEqual([]);
     },
   );
+
+  it('report-only: dropped before a required file, after a reported part: both are reported', async () => {
+    const s = await serve(iterate, { reportOnly: true });
+    const res = await postMultipart(s.port, '/drop/1', [part('avatar', 'a.exe'), AVATAR, DOC]);
+    expect(res).toMatchObject({ status: 200, json: { stored: [`${s.root}/uploads/a.png`] } });
+    expect(s.reports()).toEqual([
+      { label: 'file avatar', reason: 'path-not-in-allowlist' },
+      { label: 'file doc', reason: 'missing-path' },
+    ]);
+  });
 
   it('report-only: a loop run to its end is reported once, not again as the answer leaves', async () => {
     const s = await serve(iterate, { reportOnly: true });
