@@ -205,3 +205,28 @@ describe('onFile, then a body value denied', () => {
     expect(calls).toBe(0);
   });
 });
+
+describe('a saveRequestFiles() that reads past the guarded parts()', () => {
+  it('a file it hands out unchecked is refused, fail closed', async () => {
+    const app = newApp();
+    // Registered before pathgate, so pathgate wraps it: as if multipart stopped reading through parts().
+    app.addHook('onRequest', async (request) => {
+      const own = async () => ({
+        files: [{ type: 'file', fieldname: 'upload', filename: 'a.png' }],
+      });
+      Object.assign(request, { saveRequestFiles: own });
+    });
+    await app.register(pathgate, { root: sandbox(), fs: ['rw:./uploads/**'] });
+    await app.register(multipart);
+    let calls = 0;
+    const pathgateConfig = { mode: 'write', paths: [{ file: true, under: 'uploads' }] } as const;
+    app.post('/save', { config: { pathgate: pathgateConfig } }, async (request) => {
+      await request.saveRequestFiles();
+      calls++;
+      return 'saved';
+    });
+    const res = await postMultipart(await listen(app), '/save', [file('upload', 'a.png')]);
+    expect(res).toMatchObject({ status: 403, json: denied('file', 'unexpected-file') });
+    expect(calls).toBe(0);
+  });
+});
