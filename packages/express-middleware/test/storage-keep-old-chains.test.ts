@@ -43,6 +43,20 @@ afterEach(() => rmSync(uploads(), { recursive: true, force: true }));
 
 type Step = readonly ['store' | 'end', number];
 
+describe('overwrite, a request stores one name twice, nothing between its two', () => {
+  it('only the file from before it is kept, not its own first file; that one comes back', async () => {
+    const sender = send(['version 2', 'version 3'], true);
+    await sender.store();
+    await sender.store();
+    // In flight: its first file, replaced by its second, is gone, not hidden beside the name.
+    const kept = readdirSync(uploads()).filter((name) => name.endsWith('.old'));
+    expect(kept.map((name) => readFileSync(join(uploads(), name), 'utf8'))).toEqual(['version 1']);
+    await sender.end();
+    expect(await until(() => readdirSync(uploads()).join() === NAME)).toBe(true);
+    expect(content()).toBe('version 1');
+  });
+});
+
 describe('overwrite, a request stores one name twice, another request between its two, both fail', () => {
   // The first request's two files (version 2, then 4) kept version 1, then version 3.
   it.each([
