@@ -329,6 +329,11 @@ describe('a route with a response schema', () => {
     ['default', { default: ERROR }],
     ['4xx per media type', { '4xx': { content: { 'application/json': { schema: ERROR } } } }],
     ['4xx for any media type', { '4xx': { content: { '*/*': { schema: ERROR } } } }],
+    // Fastify hands the schema an `error` of its own: the match must make the same one.
+    [
+      '4xx keeping error',
+      { '4xx': { ...ERROR, properties: { ...ERROR.properties, error: { type: 'string' } } } },
+    ],
   ];
   const avatar = (filename: string) => [
     { disposition: `name="avatar"; filename="${filename}"`, data: 'x' },
@@ -411,6 +416,14 @@ describe('a route with a response schema', () => {
       status: 403,
       json: denied('file avatar', 'path-not-in-allowlist'),
     });
+  });
+
+  it("no schema: a custom error handler's JSON null is kept, not a 500", async () => {
+    const port = await serveSchema({}, {}, (_error, _request, reply) => {
+      reply.code(403).type('application/json').send('null');
+    });
+    const res = await postMultipart(port, '/u', avatar('../x'));
+    expect(res).toMatchObject({ status: 403, json: null });
   });
 
   it("no schema: a custom error handler's body is kept, even with Fastify's keys (but its own statusCode)", async () => {
