@@ -519,6 +519,13 @@ function startChild(
   });
 }
 
+/** Sends SIGTERM to `child`; resolves with its exit code. */
+function terminated(child: ChildProcess): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  return exited;
+}
+
 describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
   it('starts on a seeded temp sandbox, guards it, and removes it on SIGTERM', async () => {
     const { child, url, root } = await startChild(name);
@@ -536,9 +543,7 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
         denied('path-not-in-allowlist', 'params.*'),
       );
     } finally {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(await terminated(child)).toBe(0);
     }
     expect(existsSync(root)).toBe(false);
   }, 30_000);
@@ -557,11 +562,9 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-download', (
       });
       expect(stalled.statusCode).toBe(200);
       stalled.pause();
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
       // Fastify's default close waits for the stalled answer as long as it stalls.
       const late = new Promise((resolve) => setTimeout(resolve, 10_000, 'still running'));
-      expect(await Promise.race([exited, late])).toBe(0);
+      expect(await Promise.race([terminated(child), late])).toBe(0);
       expect(existsSync(root)).toBe(false);
     } finally {
       agent.destroy();
@@ -593,9 +596,7 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit'
       });
       expect(readFileSync(join(root, 'uploads', 'under.bin')).equals(UNDER)).toBe(true);
     } finally {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(await terminated(child)).toBe(0);
     }
   }, 30_000);
 });
