@@ -332,7 +332,13 @@ describe('reportOnly with multer', () => {
     readonly logs: PathgateLogEntry[];
   }
 
-  /** `POST /up`: a report-only gate and `gate.multer().array('a')`; the handler answers each file's name and checked path. */
+  /** Answers each file's name and checked path. */
+  const answerFiles: express.RequestHandler = (req, res) => {
+    const files = req.files as Express.Multer.File[];
+    res.json(files.map((f) => ({ file: f.originalname, path: f.pathgatePath ?? null })));
+  };
+
+  /** `POST /up`: a report-only gate and `gate.multer().array('a')`, then `answerFiles`. */
   function onUploads(run: (port: number, root: string, reports: Reports) => Promise<void>) {
     const reports: Reports = { seen: [], logs: [] };
     return onApp(
@@ -350,10 +356,7 @@ describe('reportOnly with multer', () => {
           '/up',
           gate.write({ file: 'a', under: 'uploads' }),
           gate.multer().array('a'),
-          (req, res) => {
-            const files = req.files as Express.Multer.File[];
-            res.json(files.map((f) => ({ file: f.originalname, path: f.pathgatePath ?? null })));
-          },
+          answerFiles,
         );
       },
       (port, root) => run(port, root, reports),
@@ -384,12 +387,8 @@ describe('reportOnly with multer', () => {
           cb(null, true);
         };
         const up = gate.multer({ fileFilter }).any();
-        const handler: express.RequestHandler = (req, res) => {
-          const files = req.files as Express.Multer.File[];
-          res.json(files.map((f) => ({ file: f.originalname, path: f.pathgatePath ?? null })));
-        };
-        app.post('/orphan', up, handler);
-        app.post('/guarded', gate.write({ file: 'a', under: 'uploads' }), up, handler);
+        app.post('/orphan', up, answerFiles);
+        app.post('/guarded', gate.write({ file: 'a', under: 'uploads' }), up, answerFiles);
       },
       (port, root) => run(port, root, filtered),
     );
