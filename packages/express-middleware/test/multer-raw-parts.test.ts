@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -67,6 +67,29 @@ function disk() {
     old = readFileSync(join(uploads(), 'old.txt'), 'utf8');
   } catch {}
   return { entries, old };
+}
+
+/**
+ * Starts watching uploads/ (inotify); the function returned lists old.txt's
+ * events since. A failed request's file renamed over old.txt shows there,
+ * though the old file is put back before the answer: a reader meanwhile got
+ * the failed request's file. A marker written last ends the list: events
+ * come in order, so every earlier one has arrived once its has.
+ */
+function watchOld(): () => Promise<string[]> {
+  const events: string[] = [];
+  let marked = false;
+  const watcher = watch(uploads(), (event, name) => {
+    if (name === 'old.txt') events.push(event);
+    if (name === 'marker') marked = true;
+  });
+  return async () => {
+    writeFileSync(join(uploads(), 'marker'), '');
+    expect(await until(() => marked)).toBe(true);
+    watcher.close();
+    rmSync(join(uploads(), 'marker'));
+    return events;
+  };
 }
 
 /** Posts the parts as one write on a raw socket; the disk is read as the answer arrives. */
@@ -227,8 +250,9 @@ describe('two files in one request', () => {
     ['/small', 'big.txt'],
     ['/small-replace', 'old.txt'],
   ])(
-    'limits.fileSize hit inside the second (%s): 413, nothing left, old.txt kept',
+    'limits.fileSize hit inside the second (%s): 413, nothing left, old.txt never replaced',
     async (path, name) => {
+      const oldEvents = watchOld();
       const got = await post(path, [
         filePart('docs', 'first.txt'),
         filePart('docs', name, 'y'.repeat(5000)),
@@ -239,6 +263,8 @@ describe('two files in one request', () => {
         entries: [],
         old: 'OLD',
       });
+      // The cut-short file is refused before it is named, not named and then taken back.
+      expect(await oldEvents()).toEqual([]);
     },
   );
 });
@@ -293,7 +319,8 @@ describe('the client cuts the connection', () => {
 });
 
 describe('a later part denied while a whole file waits for its store', () => {
-  it('the 403 comes once nothing is left, and the file it would replace stays', async () => {
+  it('the 403 comes once nothing is left, and the file it would replace stays untouched', async () => {
+    const oldEvents = watchOld();
     const got = await post('/replace', [
       filePart('docs', `${DEEP}/first.txt`),
       filePart('docs', 'old.txt', 'new'),
@@ -305,6 +332,8 @@ describe('a later part denied while a whole file waits for its store', () => {
       entries: [],
       old: 'OLD',
     });
+    // Denied, the request is done: its waiting file is never named, not named and then taken back.
+    expect(await oldEvents()).toEqual([]);
   });
 });
 
@@ -328,8 +357,10 @@ describe('the replacing storage on a request whose body was cut', () => {
         ),
       );
     };
+    const oldEvents = watchOld();
     expect(await store(true)).toBeInstanceOf(Error);
     expect(disk()).toEqual({ entries: [], old: 'OLD' });
+    expect(await oldEvents()).toEqual([]);
     expect(await store(false)).toBeNull();
     // The old file, kept while the request could fail, goes once the store is done.
     await until(() => disk().entries.length === 0);
