@@ -135,6 +135,18 @@ export function hideProc(hidden: boolean): void {
   procHidden = hidden;
 }
 
+/** Called with where each read of /proc/self/fd found the file, before the server has it. */
+let procReader: ((found: Buffer) => Promise<void>) | undefined;
+
+/**
+ * Calls `read` (until `undefined`) with each answer a read of /proc/self/fd
+ * gives the server, before the server has it: to change the disk between
+ * that read and the server's next look, or to fail the read (by throwing).
+ */
+export function onProcRead(read: ((found: Buffer) => Promise<void>) | undefined): void {
+  procReader = read;
+}
+
 /**
  * `node:fs/promises` for `vi.mock`, with `open` running the swaps armed by
  * `swapBeforeOpen` and the removals armed by `removeBeforeOpen`,
@@ -144,7 +156,7 @@ export function hideProc(hidden: boolean): void {
  * `link` the moves armed by `moveOnceOpened`, `mkdir` the swaps armed by
  * `swapBeforeMkdir`, `rmdir` those armed by `swapBeforeRmdir`, `open` and
  * `link` the watch set by `watchCalls`, and `readlink` failing on /proc
- * while `hideProc` is on.
+ * while `hideProc` is on, calling `onProcRead`'s reader otherwise.
  * Everything else is the real module.
  */
 export async function withFolderSwap(
@@ -238,9 +250,12 @@ export async function withFolderSwap(
     await moveArmed(to);
     return fs.rename(from, to);
   };
-  const readlink = ((path: string, options: { encoding: 'buffer' }) =>
-    procHidden && path.startsWith('/proc/')
-      ? Promise.reject(Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' }))
-      : fs.readlink(path, options)) as typeof fs.readlink;
+  const readlink = (async (path: string, options: { encoding: 'buffer' }) => {
+    if (!path.startsWith('/proc/')) return fs.readlink(path, options);
+    if (procHidden) throw Object.assign(new Error('ENOENT: no /proc'), { code: 'ENOENT' });
+    const found = await fs.readlink(path, options);
+    await procReader?.(Buffer.from(found));
+    return found;
+  }) as typeof fs.readlink;
   return { ...fs, open, lstat, readdir, link, unlink, mkdir, rmdir, rename, readlink };
 }

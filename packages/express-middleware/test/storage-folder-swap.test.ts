@@ -4,6 +4,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -18,6 +19,7 @@ import { eventually } from '../../../test/fault-clients.js';
 import {
   hideProc,
   moveBeforeName,
+  onProcRead,
   removeBeforeOpen,
   removeOnOpen,
   swapBeforeMkdir,
@@ -75,6 +77,7 @@ beforeAll(() => {
 });
 afterEach(() => {
   hideProc(false);
+  onProcRead(undefined);
   for (const name of readdirSync(outside)) rmSync(join(outside, name), { recursive: true });
 });
 afterAll(() => rmSync(outside, { recursive: true, force: true }));
@@ -167,6 +170,27 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     },
   );
 
+  // Removed only if still the one there: the folders may be swapped again
+  // between the read of /proc and the removal, so that name holds another file.
+  it.skipIf(!linux)(
+    'the refused upload leaves a file put at its temporary name since',
+    async () => {
+      await onApp(withUploads, async (port, root) => {
+        onProcRead(async (found) => {
+          const path = found.toString();
+          if (!path.startsWith(`${outside}/`) || !path.endsWith('.part')) return;
+          renameSync(path, join(outside, 'ours'));
+          writeFileSync(path, 'OTHER');
+        });
+        swapBeforeOpen(join(root, 'uploads', 'a'), outside);
+        const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'escaped')]);
+        expect([res.status, res.json]).toEqual([403, REFUSED]);
+        const others = readdirSync(outside).filter((name) => name.endsWith('.part'));
+        expect(others.map((name) => readFileSync(join(outside, name), 'utf8'))).toEqual(['OTHER']);
+      });
+    },
+  );
+
   // The walk made uploads/a/b; a is swapped for a link to a folder that has a b of its own.
   it.skipIf(!linux)('the refused upload removes no folder outside, through the link', async () => {
     await onApp(withUploads, async (port, root) => {
@@ -195,6 +219,29 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
       ]);
     });
   });
+
+  // Absent is not unreadable: a read that fails otherwise confirms nothing, so nothing is stored.
+  it.skipIf(!linux)(
+    'where /proc fails to be read (EACCES), a 500: nothing stored, the file closed',
+    async () => {
+      await onApp(withUploads, async (port, root) => {
+        const before = descriptors();
+        onProcRead(async (found) => {
+          if (!found.toString().endsWith('.part')) return;
+          throw Object.assign(new Error(`EACCES: permission denied, readlink '${found}'`), {
+            code: 'EACCES',
+          });
+        });
+        const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'inside')]);
+        expect([res.status, res.json]).toEqual([
+          500,
+          { status: 500, code: STORAGE_CODES.FAILED, message: 'the file could not be stored' },
+        ]);
+        expect(entriesUnder(root)).toEqual(['uploads/', 'uploads/a/']);
+        expect(await eventually(() => descriptors() === before)).toBe(true);
+      });
+    },
+  );
 
   // The README's stated limit: with no /proc to read back, the check before the open stands alone.
   it('where /proc cannot be read, the swap is still followed (as before)', async () => {
