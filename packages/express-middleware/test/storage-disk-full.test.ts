@@ -1,4 +1,5 @@
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Express, RequestHandler } from 'express';
 import { describe, expect, it, vi } from 'vitest';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
@@ -16,7 +17,9 @@ const answer: RequestHandler = (req, res) => {
 /** POST /up: any file of field doc, below uploads/, to the safe disk storage. */
 const withUploads = (root: string, app: Express) => {
   const gate = pathgate({ root, fs: ['rw:uploads/**'], log: () => {} });
+  const replacing = gate.multer({ storage: gate.diskStorage({ overwrite: true }) });
   app.post('/up', gate.write({ file: 'doc', under: 'uploads' }), gate.multer().any(), answer);
+  app.post('/replace', gate.write({ file: 'doc', under: 'uploads' }), replacing.any(), answer);
 };
 
 describe('the safe disk storage on a full disk', () => {
@@ -42,6 +45,30 @@ describe('the safe disk storage on a full disk', () => {
       expect((await request(port, 'GET', '/nothing')).status).toBe(404);
     });
   });
+
+  // What is at the target is checked before the temporary file is written: the full disk is never reached.
+  it.each([
+    ['/up', 'a file', (target: string) => writeFileSync(target, 'OLD'), 409, STORAGE_CODES.EXISTS],
+    [
+      '/replace',
+      'a symlink',
+      (target: string) => symlinkSync('OLD', target),
+      403,
+      STORAGE_CODES.SYMLINK,
+    ],
+  ])(
+    '%s: %s at the target is refused as such, not as a full disk',
+    async (route, _, make, status, code) => {
+      await onApp(withUploads, async (port, root) => {
+        const target = join(root, 'uploads', 'disk-full', 'taken.txt');
+        mkdirSync(join(target, '..'), { recursive: true });
+        make(target);
+        const res = await upload(port, route, [filePart('doc', 'disk-full/taken.txt', 'NEW')]);
+        expect([res.status, res.json]).toMatchObject([status, { code }]);
+        expect(readdirSync(join(target, '..'))).toEqual(['taken.txt']);
+      });
+    },
+  );
 
   it('a folder the walk made before the disk refused the next one is removed', async () => {
     await onApp(withUploads, async (port, root) => {
