@@ -31,6 +31,7 @@ export interface LingeringRequest {
   readonly stream?: LingeringStream;
   on(event: 'data', listener: (chunk: { length: number }) => void): unknown;
   on(event: 'end' | 'error', listener: () => void): unknown;
+  read(size: number): unknown;
   resume(): unknown;
 }
 
@@ -187,6 +188,10 @@ export function lingerClose(req: LingeringRequest, options: LingerOptions = {}):
   if (req.complete) return true; // nothing unread: a plain close cannot RST
   if (!socket || armed.has(socket) || typeof socket.destroySoon !== 'function') return true;
   armed.add(socket);
+  // A body no one began to read, Node drops unseen once the answer is out
+  // (no 'data' for `drain` to count, so lingerBytes would never stop it):
+  // beginning to read it here keeps it coming. It waits, paused, for `drain`.
+  req.read(0);
   const original = socket.destroySoon;
   socket.destroySoon = function lingeringDestroySoon(this: LingeringSocket) {
     if (req.complete) return original.call(this);

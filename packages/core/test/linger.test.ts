@@ -1,0 +1,100 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { exchangeRaw, type RawOptions, rawRequest } from '../../../test/raw-http.js';
+import { bodyPending, type LingerOptions, lingerClose } from '../src/http.js';
+
+// lingerClose on a bare node:http server, as both adapters use it: a 403 sent
+// while the body is still arriving goes out whole with `Connection: close`,
+// the rest of the body is read and dropped within the limits, then the
+// connection closes; nothing pipelined behind the refused request reaches the
+// app. Plain sockets, so a reset or a second answer shows.
+
+interface Served {
+  port: number;
+  /** Requests the app was handed, by method. */
+  handled: string[];
+  upgrades: number;
+}
+
+const servers: http.Server[] = [];
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A server that refuses every request without reading its body. */
+async function serve(options: LingerOptions = {}): Promise<Served> {
+  const served: Served = { port: 0, handled: [], upgrades: 0 };
+  const server = http.createServer((req, res) => {
+    served.handled.push(req.method ?? '');
+    if (bodyPending(req) && lingerClose(req, options)) res.setHeader('connection', 'close');
+    res.statusCode = 403;
+    res.end('denied');
+  });
+  server.on('upgrade', (_req, socket) => {
+    served.upgrades++;
+    socket.destroy();
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  served.port = (server.address() as AddressInfo).port;
+  return served;
+}
+
+const LENGTH = 100_000;
+const post = (length = LENGTH) =>
+  rawRequest('POST /upload HTTP/1.1', [`content-length: ${length}`], 'x'.repeat(100));
+const more = (bytes: number) => 'x'.repeat(bytes);
+
+/**
+ * Sends a POST, then `rest` of its body after the 403, past the server's FIN
+ * (half-open): `closed` is then the server's close, not its FIN.
+ */
+const exchange = (port: number, rest: (string | Buffer)[], options: RawOptions = {}) =>
+  exchangeRaw(port, [post(), ...rest], { gapMs: 50, timeoutMs: 1500, halfOpen: true, ...options });
+
+describe('lingerClose, HTTP/1.1', () => {
+  it('sends the 403 whole, reads the rest of the body, and closes once the client is done', async () => {
+    const { port } = await serve();
+    const done = await exchange(port, [more(1000), more(LENGTH - 1100)], { end: true });
+    expect(done.responses.map((r) => [r.status, r.headers.connection, r.text])).toEqual([
+      [403, 'close', 'denied'],
+    ]);
+    expect([done.closed, done.error]).toEqual([true, undefined]);
+  });
+
+  it('keeps reading within the limits while the client sends', async () => {
+    const { port } = await serve({ lingerMs: 60_000, lingerBytes: 10_000 });
+    const done = await exchange(port, [more(1000), more(1000)], { timeoutMs: 500 });
+    expect([done.responses.length, done.closed]).toEqual([1, false]);
+  });
+
+  it('closes past lingerBytes, or after lingerMs, though the client has not ended', async () => {
+    // The client sees the close when it writes after it: a reset, then EPIPE.
+    const bytes = await serve({ lingerMs: 60_000, lingerBytes: 1000 });
+    const past = await exchange(bytes.port, [more(600), more(600), more(10), more(10)]);
+    expect([past.responses.length, past.closed]).toEqual([1, true]);
+    const ms = await serve({ lingerMs: 20 });
+    const late = await exchange(ms.port, [more(10), more(10), more(10)]);
+    expect([late.responses.length, late.closed]).toEqual([1, true]);
+  });
+
+  it('hands the app nothing pipelined behind the refused request, an upgrade neither', async () => {
+    const served = await serve();
+    const behind = [
+      rawRequest('GET /next HTTP/1.1'),
+      rawRequest('GET /ws HTTP/1.1', ['connection: upgrade', 'upgrade: websocket']),
+    ];
+    // One write: the app is handed the POST before the parser reads its body and what follows.
+    const done = await exchangeRaw(served.port, [Buffer.concat([post(100), ...behind])], {
+      end: true,
+      timeoutMs: 1500,
+    });
+    expect(done.responses.map((r) => r.status)).toEqual([403]);
+    expect([served.handled, served.upgrades, done.closed]).toEqual([['POST'], 0, true]);
+  });
+});
