@@ -148,6 +148,25 @@ describe('resolveSymlinks', () => {
     expect(errorOf(() => resolveSymlinks(at(input))).code).toBe(code);
   });
 
+  it('says why in its error, naming the path, the link or the rest it could not walk', () => {
+    const long = `/${'a'.repeat(5000)}`;
+    expect(
+      [
+        () => resolveSymlinks(at('sandbox/self')),
+        () => resolveSymlinks(at('sandbox/not-utf8')),
+        () => resolveSymlinks(at('sandbox/missing-up')),
+        () => resolveSymlinks(long),
+        () => resolveSymlinks(42 as unknown as string),
+      ].map((run) => (errorOf(run) as Error).message),
+    ).toEqual([
+      `ELOOP: too many symbolic links, '${at('sandbox/self')}'`,
+      `EILSEQ: link target is not UTF-8, '${expected('sandbox/not-utf8')}'`,
+      `ENOENT: cannot walk ".." from here, 'nowhere/../../outside'`,
+      `ENAMETOOLONG: path too long, '${long.slice(0, 64)}…'`,
+      'resolveSymlinks: the path must be a string starting with "/"',
+    ]);
+  });
+
   it('names only the start of a path too long for PATH_MAX in its error', () => {
     // The client picks the length: an error that quoted it whole would carry a megabyte.
     const error = errorOf(() => resolveSymlinks(`/${'a/'.repeat(512 * 1024)}x`)) as Error;
