@@ -166,6 +166,17 @@ describe('callWatching: whether an onDeny hook began an answer', () => {
     expect([result, calls, reply.sent]).toEqual(['hook result', 1, ['a']]);
   });
 
+  it('leaves a method the response lacks absent during the call: a hook may test for it', () => {
+    const reply = new Reply();
+    const seen = callWatching(
+      reply,
+      ['sendFile'],
+      () => {},
+      () => 'sendFile' in reply,
+    );
+    expect(seen).toBe(false);
+  });
+
   it('puts the methods back as they were: inherited ones inherited again, own ones as they were', () => {
     const inherited = new Reply();
     const own = Object.assign(new Reply(), { send: () => 'own' });
