@@ -297,6 +297,11 @@ describe('compileRouteGuard: two specs of one source that share a record key', (
     expect(info.query).toEqual({ 'a.b': '/srv/root/docs/2' });
     expect(info.headers).toEqual({ 'x-path': '/srv/root/docs/3' });
   });
+
+  it('a file field named twice, under two folders, builds: files have no selector to key', () => {
+    const paths = [{ file: 'f' }, { file: 'f', under: 'uploads' }];
+    expect(() => guardOf({ mode: 'write', paths })).not.toThrow();
+  });
 });
 
 // --- checkRequest ---------------------------------------------------------------------------
