@@ -111,6 +111,9 @@ describe('NFC (step 4)', () => {
       ),
       { numRuns: 300 },
     );
+    // U+FFFF, the last one-unit code point, before a mark found nowhere else in the run.
+    const afterFFFF = `\uFFFF${ACUTE}${DOT_BELOW.repeat(31)}`;
+    expect(toNfc(afterFFFF)).toBe(afterFFFF.normalize('NFC'));
   });
 
   it('every combining mark that reorders is a \\p{M} code point (what finds a long run)', () => {
