@@ -1,4 +1,5 @@
 import http from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exchangeRaw, type RawOptions, rawRequest } from '../../../test/raw-http.js';
@@ -23,11 +24,11 @@ interface Served {
   upgrades: number;
 }
 
-const servers: http.Server[] = [];
+const servers: (http.Server | http2.Http2Server)[] = [];
 
 afterEach(async () => {
   for (const server of servers.splice(0)) {
-    server.closeAllConnections();
+    if (server instanceof http.Server) server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
 });
@@ -87,6 +88,8 @@ describe('lingerClose on what it is given', () => {
         lingerClose(req),
       ),
     ).toEqual([true, true, true]);
+    // HTTP/2 never asks for it, even with no stream to linger on.
+    expect(lingerClose({ ...request(false, null), httpVersionMajor: 2 })).toBe(false);
     // A parser that is not Node's (no onIncoming function) is left alone.
     expect([lingerClose(request(false, socket(parser))), parser.onIncoming]).toEqual([
       true,
@@ -136,5 +139,53 @@ describe('lingerClose, HTTP/1.1', () => {
     });
     expect(done.responses.map((r) => r.status)).toEqual([403]);
     expect([served.handled, served.upgrades, done.closed]).toEqual([['POST'], 0, true]);
+  });
+});
+
+describe('lingerClose, HTTP/2', () => {
+  /** A POST on its own session that sends `first`, then `rest` once the 403 is in. */
+  async function post2(options: LingerOptions, rest: number) {
+    let returned: boolean | undefined;
+    const server = http2.createServer((req, res) => {
+      returned = lingerClose(req, options);
+      res.statusCode = 403;
+      res.end('denied');
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    try {
+      const stream = session.request(
+        { ':method': 'POST', ':path': '/upload' },
+        { endStream: false },
+      );
+      stream.write(more(100));
+      const status = await new Promise((resolve) =>
+        stream.on('response', (h) => resolve(h[':status'])),
+      );
+      stream.resume();
+      stream.write(more(rest));
+      // Closed by the server's reset, or still open after 300 ms.
+      const reset = await new Promise((resolve) => {
+        stream.on('close', () => resolve(stream.rstCode));
+        setTimeout(() => resolve('open'), 300);
+      });
+      return { returned, status, reset };
+    } finally {
+      session.destroy();
+    }
+  }
+
+  it('asks for no Connection header, reads the stream within the limits, and resets it past them with NO_ERROR', async () => {
+    expect(await post2({ lingerBytes: 10_000 }, 1000)).toEqual({
+      returned: false,
+      status: 403,
+      reset: 'open',
+    });
+    expect(await post2({ lingerBytes: 1000 }, 5000)).toEqual({
+      returned: false,
+      status: 403,
+      reset: http2.constants.NGHTTP2_NO_ERROR,
+    });
   });
 });
