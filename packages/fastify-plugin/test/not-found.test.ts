@@ -61,6 +61,17 @@ describe('a not-found handler that declares paths', () => {
     await expectGuarded(app, '/late');
   });
 
+  it('set before the plugin in a context without a prefix, the plugin registered there: guarded', async () => {
+    // Such a context has no not-found flag of its own: Fastify marks the
+    // handler set on the prefixed context above it (here the root).
+    const app = newApp();
+    await app.register(async (child) => {
+      declare(child);
+      await withPlugin(child);
+    });
+    await expectGuarded(app);
+  });
+
   it('with a preHandler of its own: that hook runs after the check', async () => {
     const app = newApp();
     await withPlugin(app);
