@@ -239,6 +239,22 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
     expect([stubbed, count.calls, count.checks]).toEqual([1, 0, 2]);
   });
 
+  it('a value that is not a function in its place: startup fails, as without pathgate', async () => {
+    // Wrapped, it would start, and the route would answer 500 on every allowed path.
+    const { app, count } = await gatedApp();
+    app.addHook(
+      'onRoute',
+      onAuthRoute((route) => {
+        (route as { handler: unknown }).handler = 'ran';
+      }),
+    );
+    const start = async () => {
+      declarePlain(app, count);
+      await app.ready();
+    };
+    await expect(start()).rejects.toThrow(TypeError);
+  });
+
   it('a wrapper that calls the guarded handler: checked once, the handler called once', async () => {
     const denials: string[] = [];
     const { app, count } = await gatedApp({
