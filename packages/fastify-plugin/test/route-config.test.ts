@@ -1,5 +1,5 @@
 import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
 import {
@@ -637,6 +637,18 @@ describe('hook order', () => {
     app.get('/a/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate);
     // `/a/*`'s guard would deny here: `/b` has no `*` param.
     app.get('/b', { config: { pathgate: READ_QUERY } }, copied() as never);
+    await expectOwnQueryGuard(await listen(app), root);
+  });
+
+  it("another route's options copied whole with a spread: the handler comes along, under the route's own guard", async () => {
+    const app = newApp();
+    const root = await withPlugin(app);
+    let copy: RouteOptions | undefined;
+    app.addHook('onRoute', (route) => {
+      if (route.url === '/a/*' && route.method === 'GET') copy = { ...route };
+    });
+    app.get('/a/*', { config: { pathgate: READ_STAR } }, async (req) => req.pathgate);
+    app.route({ ...(copy as RouteOptions), url: '/b', config: { pathgate: READ_QUERY } });
     await expectOwnQueryGuard(await listen(app), root);
   });
 
