@@ -156,6 +156,31 @@ describe("another plugin's onRoute hook replaces pathgate's preHandler", () => {
     await expectGuarded(app, count);
   });
 
+  it("the app-wide hooks check nothing of a later context's route whose config was rebuilt", async () => {
+    // The rebuilt config lost pathgate's mark; the context, made after pathgate,
+    // is skipped whole, as every route of its passed the onRoute hook.
+    const app = newApp();
+    app.get('/early', async () => 'early');
+    const count = { checks: 0, calls: 0 };
+    const resolve = (path: string) => {
+      count.checks++;
+      return path;
+    };
+    await app.register(pathgate, { root: sandbox(), fs: RULES, resolve });
+    count.checks = 0; // the root, resolved once at registration
+    app.register(async (child) => {
+      child.addHook(
+        'onRoute',
+        onAuthRoute((route) => {
+          route.config = { ...AUTH, pathgate: READ_N };
+        }),
+      );
+      declareOwn(child, count);
+    });
+    await expectGuarded(app, count);
+    expect(count.checks).toBe(2); // one value per request, checked once
+  });
+
   it('the app-wide hooks check nothing of a file route the route-level hooks guard', async () => {
     const app = newApp();
     app.get('/early', async () => 'early');
