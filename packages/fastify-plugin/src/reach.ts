@@ -106,6 +106,7 @@ function ownHooks(current: unknown): unknown[] {
  * The route's handler, guarded for good: `guardedHandler` around the
  * route's own, and around any handler another plugin's `onRoute` hook (run
  * after pathgate's) sets in its place, a stub or a wrapper of pathgate's.
+ * One that deletes or redefines the property stops startup instead.
  * Fastify reads `route.handler` once, after the `onRoute` hooks.
  */
 function guardHandler(route: RouteOptions, guard: RouteGuard, settings: PathgateSettings): void {
@@ -118,7 +119,8 @@ function guardHandler(route: RouteOptions, guard: RouteGuard, settings: Pathgate
   };
   let current: unknown = guarded(route.handler);
   Object.defineProperty(route, 'handler', {
-    configurable: true,
+    // Else a hook could delete or redefine it, then set a handler that runs unchecked.
+    configurable: false,
     enumerable: true,
     get: () => current,
     set(handler: unknown) {

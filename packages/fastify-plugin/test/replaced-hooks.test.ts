@@ -264,6 +264,33 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
     expect([stubbed, count.calls, count.checks]).toEqual([1, 0, 2]);
   });
 
+  it.each<[string, Replace]>([
+    [
+      'deleted first',
+      (route) => {
+        delete (route as { handler?: unknown }).handler;
+        route.handler = async () => 'stub';
+      },
+    ],
+    [
+      'redefined',
+      (route) => {
+        Object.defineProperty(route, 'handler', { value: async () => 'stub', writable: true });
+      },
+    ],
+  ])(
+    'the handler property %s: startup fails, the stub never runs unchecked',
+    async (_name, replace) => {
+      const { app, count } = await gatedApp();
+      app.addHook('onRoute', onAuthRoute(replace));
+      const start = async () => {
+        declarePlain(app, count);
+        await app.ready();
+      };
+      await expect(start()).rejects.toThrow(TypeError);
+    },
+  );
+
   it('a value that is not a function in its place: startup fails, as without pathgate', async () => {
     // Wrapped, it would start, and the route would answer 500 on every allowed path.
     const { app, count } = await gatedApp();
