@@ -44,6 +44,8 @@ export interface AppOptions {
   onDeny?: (framework: Framework, denial: PathDenial, handed: Handed) => unknown;
   /** Both adapters' `reportOnly` option. */
   reportOnly?: boolean;
+  /** Both adapters' `lingerMs` and `lingerBytes` options. */
+  linger?: { lingerMs?: number; lingerBytes?: number };
   /** busboy's limits, for @fastify/multipart and for the gate's multer alike. */
   multipartLimits?: { fieldSize?: number };
 }
@@ -68,6 +70,7 @@ export function buildExpress(options: AppOptions): express.Express {
   const gate = expressGate({
     policy: options.policy,
     reportOnly: options.reportOnly,
+    ...options.linger,
     onDeny: (denial, req) => options.onDeny?.('express', denial, handed(req)),
   });
   const upload = gate.multer({ storage: multer.memoryStorage(), limits: options.multipartLimits });
@@ -103,6 +106,7 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
   await app.register(fastifyGate, {
     policy: options.policy,
     reportOnly: options.reportOnly,
+    ...options.linger,
     onDeny: (denial, request) => {
       const { params, query, body, headers } = request;
       return options.onDeny?.('fastify', denial, { params, query, body, headers });

@@ -11,6 +11,7 @@ import {
   MULTIPART_TYPE,
   multipartBody,
   type Route,
+  startApps,
   watchApps,
 } from './apps.js';
 import { EXAMPLES, start } from './examples.js';
@@ -483,6 +484,40 @@ describe('a chunked body that never ends (slow loris)', () => {
       expect(result).toMatchObject({ responses: [], closed: false });
       expect(calls).toBe(0);
       expect(await eventually(async () => (await connections(server)) === 0)).toBe(true);
+    },
+  );
+});
+
+describe('lingerBytes, on a refused body no parser began to read', () => {
+  // The query is refused before the multipart body is read. Node drops such a
+  // body unseen once the answer is out, so lingering must begin to read it to
+  // count it: else only lingerMs (a minute here) would end the connection.
+  it.each(FRAMEWORKS)(
+    '%s: the connection closes once lingerBytes are read, long before lingerMs',
+    async (framework) => {
+      const apps = await startApps({
+        policy,
+        routes: ROUTES,
+        linger: { lingerMs: 60_000, lingerBytes: 16 * 1024 },
+      });
+      try {
+        const head = rawRequest(`POST /upload?dir=../x HTTP/1.1`, [
+          `content-type: ${MULTIPART_TYPE}`,
+          `content-length: ${10 * 1024 * 1024}`,
+        ]);
+        const pieces = Array.from({ length: 200 }, () => Buffer.alloc(8 * 1024, 0x61));
+        const result = await exchangeRaw(apps[framework].port, [head, ...pieces], {
+          gapMs: 20,
+          timeoutMs: 3000,
+          halfOpen: true,
+        });
+        expect(result.responses.map((r) => [r.status, r.headers.connection])).toEqual([
+          [403, 'close'],
+        ]);
+        expect(result.closed).toBe(true);
+      } finally {
+        await apps.close();
+      }
     },
   );
 });
