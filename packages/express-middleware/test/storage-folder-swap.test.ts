@@ -202,11 +202,12 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     });
   });
 
+  // In a folder of its own: the walk makes it, through the open folder or by path.
   it('an upload with no folder swapped is stored, also where /proc cannot be read', async () => {
     await onApp(withUploads, async (port, root) => {
       for (const hidden of [false, true]) {
         hideProc(hidden);
-        const name = `a/kept-${hidden}.txt`;
+        const name = `a/${hidden}/kept.txt`;
         const res = await upload(port, '/up', [filePart('doc', name, 'inside')]);
         expect([res.status, res.json]).toEqual([201, { files: [name] }]);
         expect(readFileSync(join(root, 'uploads', name), 'utf8')).toBe('inside');
@@ -214,8 +215,10 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
       expect(entriesUnder(root)).toEqual([
         'uploads/',
         'uploads/a/',
-        'uploads/a/kept-false.txt',
-        'uploads/a/kept-true.txt',
+        'uploads/a/false/',
+        'uploads/a/false/kept.txt',
+        'uploads/a/true/',
+        'uploads/a/true/kept.txt',
       ]);
     });
   });
@@ -251,6 +254,17 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
       const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'escaped')]);
       expect(res.status).toBe(201);
       expect(readFileSync(join(outside, 'new.txt'), 'utf8')).toBe('escaped');
+    });
+  });
+
+  // Not a swap: the walk by path refuses a link there before, as the walk through open folders does.
+  it('where /proc cannot be read, a link planted on the way is still a 403', async () => {
+    await onApp(withUploads, async (port, root) => {
+      hideProc(true);
+      symlinkSync(outside, join(root, 'uploads', 'out'));
+      const res = await upload(port, '/up', [filePart('doc', 'out/new.txt', 'escaped')]);
+      expect([res.status, res.json]).toEqual([403, REFUSED]);
+      expect(readdirSync(outside)).toEqual([]);
     });
   });
 
