@@ -1,4 +1,5 @@
 import {
+  existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -25,6 +26,8 @@ import {
   swapBeforeMkdir,
   swapBeforeOpen,
   swapBeforeRmdir,
+  swapBeforeUse,
+  watchCalls,
 } from '../../../test/folder-swap.js';
 import { pathgate, STORAGE_CODES } from '../src/index.js';
 import {
@@ -450,6 +453,26 @@ describe('the safe disk storage, a folder swapped for a link before a made one i
     await onApp(tooLarge, async (port, root) => {
       mkdirSync(join(outside, 'b'));
       swapBeforeRmdir(join(root, 'uploads', 'a'), outside);
+      const res = await upload(port, '/small', [filePart('doc', 'a/b/x.txt', 'too large')]);
+      expect(res.status).toBe(413);
+      expect(lstatSync(join(root, 'uploads', 'a')).isSymbolicLink()).toBe(true); // swapped
+      expect(entriesUnder(outside)).toEqual(['b/']);
+    });
+  });
+
+  // Where /proc cannot be read, the folder is removed by its real path once
+  // that still leads to it: a swap before that check (here once its
+  // temporary file is open) is seen; only one right after it is followed.
+  it('where /proc cannot be read, a swap before the removal: the empty folder outside stays', async () => {
+    await onApp(tooLarge, async (port, root) => {
+      hideProc(true);
+      mkdirSync(join(outside, 'b'));
+      const made = join(root, 'uploads', 'a', 'b');
+      watchCalls(() => {
+        if (!existsSync(made) || !readdirSync(made).some((name) => name.endsWith('.part'))) return;
+        watchCalls(undefined);
+        swapBeforeUse(join(root, 'uploads', 'a'), outside);
+      });
       const res = await upload(port, '/small', [filePart('doc', 'a/b/x.txt', 'too large')]);
       expect(res.status).toBe(413);
       expect(lstatSync(join(root, 'uploads', 'a')).isSymbolicLink()).toBe(true); // swapped
