@@ -67,12 +67,15 @@ function fakeRequest() {
 /**
  * Hands a file to `name` below uploads/ to the gate's disk storage, and
  * waits until its file in flight is there. `fail()` cuts its body and
- * settles once the store has failed (its cleanup done).
+ * settles once the store has failed (its cleanup done); `end()` ends it and
+ * settles once stored; `remove()` then removes it, as multer does when a
+ * later gate denies the request.
  */
 async function storing(req: Request, name: string) {
   const storage = pathgate({ root: served.root, fs: ['rw:uploads/**'] }).diskStorage();
   const stream = new PassThrough();
-  const file = { pathgatePath: join(served.root, 'uploads', name), stream };
+  const path = join(served.root, 'uploads', name);
+  const file = { pathgatePath: path, stream };
   const settled = new Promise((resolve) => {
     storage._handleFile(req, file as unknown as Express.Multer.File, resolve);
   });
@@ -88,7 +91,28 @@ async function storing(req: Request, name: string) {
       stream.destroy(new Error('aborted'));
       return settled;
     },
+    end: () => {
+      stream.end();
+      return settled;
+    },
+    remove: () =>
+      new Promise((resolve) => {
+        storage._removeFile(req, { path } as Express.Multer.File, resolve);
+      }),
   };
+}
+
+/**
+ * Whether `folder` below uploads/ (made if missing), empty, is one there
+ * before for a new upload: its failure leaves it. One the uploads that are
+ * over still counted as made by an upload in flight would go with it.
+ */
+async function thereBefore(folder: string): Promise<boolean> {
+  mkdirSync(join(served.root, 'uploads', folder), { recursive: true });
+  const later = fakeRequest();
+  await (await storing(later.req, `${folder}/x/probe.bin`)).fail();
+  later.close();
+  return existsSync(join(served.root, 'uploads', folder));
 }
 
 describe('a folder made by an upload whose response ended before its store failed', () => {
@@ -107,16 +131,53 @@ describe('a folder made by an upload whose response ended before its store faile
     ]);
     await entering.fail();
     expect(disk()).toEqual(['pre/']);
+    enterer.close();
+    expect(await thereBefore('new')).toBe(true);
   });
 
   it('a store that began once its response was over shares its folders too', async () => {
     const maker = fakeRequest();
     maker.close();
     const making = await storing(maker.req, 'new/x/one.bin');
-    const entering = await storing(fakeRequest().req, 'new/y/two.bin');
+    const enterer = fakeRequest();
+    const entering = await storing(enterer.req, 'new/y/two.bin');
     await making.fail();
     await entering.fail();
     expect(disk()).toEqual(['pre/']);
+    enterer.close();
+    expect(await thereBefore('new')).toBe(true);
+  });
+
+  // As when a later gate denies it once its files are stored, its response not yet over.
+  it('its file stored, then removed: goes with the upload that walked into it meanwhile', async () => {
+    const maker = fakeRequest();
+    const making = await storing(maker.req, 'new/x/one.bin');
+    await making.end();
+    const enterer = fakeRequest();
+    const entering = await storing(enterer.req, 'new/y/two.bin');
+    await making.remove();
+    maker.close();
+    await entering.fail();
+    enterer.close();
+    expect(disk()).toEqual(['pre/']);
+  });
+
+  // multer's abort after a cut connection removes the stored files one by one, a turn apart.
+  it('its stored files removed one by one once its response is over: it goes, held by none after', async () => {
+    const maker = fakeRequest();
+    const stores = [];
+    for (const name of ['one.bin', 'two.bin']) {
+      const store = await storing(maker.req, `new/${name}`);
+      await store.end();
+      stores.push(store);
+    }
+    maker.close();
+    for (const store of stores) {
+      await store.remove();
+      await sleep(5);
+    }
+    expect(disk()).toEqual(['pre/']);
+    expect(await thereBefore('new')).toBe(true);
   });
 
   it('a folder that was there before still stays', async () => {
@@ -128,6 +189,23 @@ describe('a folder made by an upload whose response ended before its store faile
     await entering.fail();
     expect(disk()).toEqual(['pre/']);
   });
+});
+
+describe('a folder made by an upload that succeeded', () => {
+  // Each of its stores holds the folder again, its response open or over (a cut connection).
+  it.each([false, true])(
+    'is one there before for the next (response over first: %s): emptied by the app, a failed upload leaves it',
+    async (over) => {
+      const maker = fakeRequest();
+      if (over) maker.close();
+      for (const name of ['one.bin', 'two.bin'])
+        await (await storing(maker.req, `done/${name}`)).end();
+      if (!over) maker.close();
+      for (const name of ['one.bin', 'two.bin']) rmSync(join(served.root, 'uploads', 'done', name));
+      expect(await thereBefore('done')).toBe(true);
+      expect(disk()).toEqual(['done/', 'pre/']);
+    },
+  );
 });
 
 const head = (name: string) =>
