@@ -835,10 +835,16 @@ describe('a gate.multer() storage and a gate of another root', () => {
     );
     app.use(errors.handler);
     const s = await serve(app);
+    // Its folder there in the other root too: the storage refuses it, not the file system.
+    mkdirSync(join(two.root, 'uploads'));
     try {
       const res = await upload(s.port, '/up', [filePart('f', 'a.txt')]);
       expect(res.status).toBe(500);
       expect(errors.calls).toHaveLength(1);
+      // The cause, for the logs, says what to fix.
+      expect(errors.calls[0]).toMatchObject({
+        cause: { message: expect.stringMatching(/another root/) },
+      });
       expect(res.text).not.toContain(two.root);
       expect(res.text).not.toContain(one.root);
       expect(filesUnder(one.root)).toEqual([]);
