@@ -30,6 +30,8 @@ interface Fault {
   /** Fails the call on a path (through a descriptor: the path it stands for) ending so. */
   readonly endsWith: string;
   readonly error: (path: string) => unknown;
+  /** Fails only the first such call, as a passing fault would. */
+  readonly once?: boolean;
 }
 
 const faults = vi.hoisted(() => ({ now: undefined as Fault | undefined }));
@@ -42,7 +44,10 @@ vi.mock('node:fs/promises', async (importOriginal) => {
       const { now } = faults;
       if (now?.call === call) {
         const named = await namedThrough(fs, path);
-        if (named.endsWith(now.endsWith)) throw now.error(named);
+        if (named.endsWith(now.endsWith)) {
+          if (now.once) faults.now = undefined;
+          throw now.error(named);
+        }
       }
       return real(path, ...rest);
     };
@@ -116,6 +121,17 @@ describe('an OS error the storage does not map: a 500 that names no path, the er
       // The cause names the path, for logs: the injected error is the one the storage met.
       expect(error.cause.message).toContain(join(root, 'uploads/new/.pathgate-'));
       expect(error.message).not.toContain(root);
+      expect(entriesUnder(root)).toEqual([]);
+    });
+  });
+
+  // Only a folder on the way found gone (ENOENT) is walked again: any other error is the answer.
+  it('EIO once creating the temporary file: 500, not tried again, nothing left', async () => {
+    faults.now = { call: 'open', endsWith: '.part', error: EIO('open'), once: true };
+    await onApp(uploadRoutes, async (port, root, seen) => {
+      const res = await upload(port, '/up', [filePart('doc', 'new/a.txt', 'content')]);
+      expectHidden(res, root);
+      expect(failure(seen).cause.code).toBe('EIO');
       expect(entriesUnder(root)).toEqual([]);
     });
   });
