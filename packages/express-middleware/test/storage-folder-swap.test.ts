@@ -319,6 +319,29 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     }
   });
 
+  // Retargeted between the store's resolving the root and the walk's open of
+  // it: the root opened is not where it was resolved, and still there (not a
+  // folder removed, walked again): refused.
+  it.skipIf(!linux)(
+    'a root link retargeted as the walk opens it: a 403, nothing stored in either',
+    async () => {
+      await withReleases(async (one, two, linked) => {
+        mkdirSync(join(two, 'uploads', 'a'), { recursive: true });
+        await onApp(
+          (_root, app) => withUploads(linked, app),
+          async (port) => {
+            swapBeforeUse(linked, two);
+            const res = await upload(port, '/up', [filePart('doc', 'a/x.txt', 'x')]);
+            expect([res.status, res.json]).toEqual([403, REFUSED]);
+            for (const release of [one, two]) {
+              expect(entriesUnder(release)).toEqual(['uploads/', 'uploads/a/']);
+            }
+          },
+        );
+      });
+    },
+  );
+
   // A deployment retargets `current -> releases/N` while an upload is under
   // way: its failure takes back the folder it made in the old release, and
   // never the folder of the same name the new release has, empty or not.
