@@ -2,9 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { denyBody, type GuardDenyReason, PermissionPolicy } from '@pathgate/core';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesIn } from '../packages/fastify-plugin/test/helpers.js';
 import {
+  type Apps,
   BOUNDARY,
   FRAMEWORKS,
   type Framework,
@@ -492,32 +493,33 @@ describe('lingerBytes, on a refused body no parser began to read', () => {
   // The query is refused before the multipart body is read. Node drops such a
   // body unseen once the answer is out, so lingering must begin to read it to
   // count it: else only lingerMs (a minute here) would end the connection.
+  let apps: Apps;
+  beforeAll(async () => {
+    apps = await startApps({
+      policy,
+      routes: ROUTES,
+      linger: { lingerMs: 60_000, lingerBytes: 16 * 1024 },
+    });
+  });
+  afterAll(() => apps.close());
+
   it.each(FRAMEWORKS)(
     '%s: the connection closes once lingerBytes are read, long before lingerMs',
     async (framework) => {
-      const apps = await startApps({
-        policy,
-        routes: ROUTES,
-        linger: { lingerMs: 60_000, lingerBytes: 16 * 1024 },
+      const head = rawRequest(`POST /upload?dir=../x HTTP/1.1`, [
+        `content-type: ${MULTIPART_TYPE}`,
+        `content-length: ${10 * 1024 * 1024}`,
+      ]);
+      const pieces = Array.from({ length: 200 }, () => Buffer.alloc(8 * 1024, 0x61));
+      const result = await exchangeRaw(apps[framework].port, [head, ...pieces], {
+        gapMs: 20,
+        timeoutMs: 3000,
+        halfOpen: true,
       });
-      try {
-        const head = rawRequest(`POST /upload?dir=../x HTTP/1.1`, [
-          `content-type: ${MULTIPART_TYPE}`,
-          `content-length: ${10 * 1024 * 1024}`,
-        ]);
-        const pieces = Array.from({ length: 200 }, () => Buffer.alloc(8 * 1024, 0x61));
-        const result = await exchangeRaw(apps[framework].port, [head, ...pieces], {
-          gapMs: 20,
-          timeoutMs: 3000,
-          halfOpen: true,
-        });
-        expect(result.responses.map((r) => [r.status, r.headers.connection])).toEqual([
-          [403, 'close'],
-        ]);
-        expect(result.closed).toBe(true);
-      } finally {
-        await apps.close();
-      }
+      expect(result.responses.map((r) => [r.status, r.headers.connection])).toEqual([
+        [403, 'close'],
+      ]);
+      expect(result.closed).toBe(true);
     },
   );
 });

@@ -143,7 +143,7 @@ describe('lingerClose, HTTP/1.1', () => {
 });
 
 describe('lingerClose, HTTP/2', () => {
-  /** A POST on its own session that sends `first`, then `rest` once the 403 is in. */
+  /** A POST on its own session that sends 100 bytes, then `rest` more once the 403 is in. */
   async function post2(options: LingerOptions, rest: number) {
     let returned: boolean | undefined;
     const server = http2.createServer((req, res) => {
