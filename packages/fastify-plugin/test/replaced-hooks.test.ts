@@ -266,40 +266,28 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
 
   it.each<[string, Replace]>([
     [
-      'deleted first',
+      'the handler property deleted first',
       (route) => {
         delete (route as { handler?: unknown }).handler;
         route.handler = async () => 'stub';
       },
     ],
     [
-      'redefined',
+      'the handler property redefined',
       (route) => {
         Object.defineProperty(route, 'handler', { value: async () => 'stub', writable: true });
       },
     ],
-  ])(
-    'the handler property %s: startup fails, the stub never runs unchecked',
-    async (_name, replace) => {
-      const { app, count } = await gatedApp();
-      app.addHook('onRoute', onAuthRoute(replace));
-      const start = async () => {
-        declarePlain(app, count);
-        await app.ready();
-      };
-      await expect(start()).rejects.toThrow(TypeError);
-    },
-  );
-
-  it('a value that is not a function in its place: startup fails, as without pathgate', async () => {
-    // Wrapped, it would start, and the route would answer 500 on every allowed path.
-    const { app, count } = await gatedApp();
-    app.addHook(
-      'onRoute',
-      onAuthRoute((route) => {
+    // As without pathgate: wrapped, it would start, and the route would answer 500 on every allowed path.
+    [
+      'a value that is not a function in its place',
+      (route) => {
         (route as { handler: unknown }).handler = 'ran';
-      }),
-    );
+      },
+    ],
+  ])('%s: startup fails, nothing runs unchecked', async (_name, replace) => {
+    const { app, count } = await gatedApp();
+    app.addHook('onRoute', onAuthRoute(replace));
     const start = async () => {
       declarePlain(app, count);
       await app.ready();
