@@ -451,17 +451,17 @@ describe('reportOnly with multer', () => {
           watching.write(a),
           enforcing.write(a),
           enforcing.multer().array('a'),
-          (req, res) => {
-            const files = req.files as Express.Multer.File[];
-            res.json(files.map((f) => f.pathgatePath ?? null));
-          },
+          answerFiles,
         );
       },
       async (port, root) => {
         const res = await upload(port, '/up', [filePart('a', 'one.exe'), filePart('a', 'two.exe')]);
         expect([res.status, res.json]).toEqual([
           200,
-          [`${root}/uploads/one.exe`, `${root}/uploads/two.exe`],
+          [
+            { file: 'one.exe', path: `${root}/uploads/one.exe` },
+            { file: 'two.exe', path: `${root}/uploads/two.exe` },
+          ],
         ]);
         expect([seen, filesUnder(root)]).toEqual([
           ['file a'],
