@@ -1,8 +1,14 @@
+import { once } from 'node:events';
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exchangeRaw, type RawOptions, rawRequest } from '../../../test/raw-http.js';
+import {
+  exchangeRaw,
+  parseResponses,
+  type RawOptions,
+  rawRequest,
+} from '../../../test/raw-http.js';
 import {
   bodyPending,
   type LingeringRequest,
@@ -33,6 +39,13 @@ afterEach(async () => {
   }
 });
 
+/** Starts `server` on 127.0.0.1, closed after the test, and returns its port. */
+async function listen(server: http.Server | http2.Http2Server): Promise<number> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
 /** A server that refuses every request without reading its body. */
 async function serve(options: LingerOptions = {}): Promise<Served> {
   const served: Served = { port: 0, handled: [], upgrades: 0 };
@@ -46,11 +59,40 @@ async function serve(options: LingerOptions = {}): Promise<Served> {
     served.upgrades++;
     socket.destroy();
   });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  served.port = (server.address() as AddressInfo).port;
+  served.port = await listen(server);
   return served;
 }
+
+/**
+ * A server answering with `handler`; `closed` settles when the server side of
+ * its first connection closes, which a half-open client cannot cause.
+ */
+async function serveWith(handler: http.RequestListener) {
+  const server = http.createServer(handler);
+  const closed = new Promise<'closed'>((resolve) =>
+    server.once('connection', (socket) => socket.once('close', () => resolve('closed'))),
+  );
+  return { port: await listen(server), closed };
+}
+
+/** A client that keeps its side open, so a close is the server's; destroy it when done. */
+function halfOpenClient(port: number) {
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  const received: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => received.push(chunk));
+  socket.on('error', () => {});
+  const answers = () =>
+    parseResponses(Buffer.concat(received).toString('latin1')).responses.map((r) => [
+      r.status,
+      r.headers.connection,
+      r.text,
+    ]);
+  return { socket, answers, fin: once(socket, 'end') };
+}
+
+/** `promise`, or 'open' when it has not settled after `ms` (a bound for a failing run only). */
+const within = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([promise, new Promise<'open'>((resolve) => setTimeout(resolve, ms, 'open'))]);
 
 const LENGTH = 100_000;
 const post = (length = LENGTH) =>
@@ -126,6 +168,65 @@ describe('lingerClose, HTTP/1.1', () => {
     expect([late.responses.length, late.closed]).toEqual([1, true]);
   });
 
+  it('keeps the connection with exactly lingerBytes read, and closes once one byte more comes', async () => {
+    const LIMIT = 5000;
+    let atLimit: (read: [number, boolean]) => void = () => {};
+    const reached = new Promise<[number, boolean]>((resolve) => {
+      atLimit = resolve;
+    });
+    const { port, closed } = await serveWith((req, res) => {
+      if (bodyPending(req) && lingerClose(req, { lingerMs: 60_000, lingerBytes: LIMIT })) {
+        res.setHeader('connection', 'close');
+      }
+      // Counts the body read once the answer is out, after lingerClose's own
+      // listener (it began to read first): was the connection let go at LIMIT?
+      res.on('finish', () => {
+        let read = 0;
+        req.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read >= LIMIT) atLimit([read, req.socket.destroyed]);
+        });
+      });
+      res.statusCode = 403;
+      res.end('denied');
+    });
+    const client = halfOpenClient(port);
+    try {
+      client.socket.write(post()); // 100 bytes of the body
+      await client.fin; // the answer is out
+      client.socket.write(more(LIMIT - 100));
+      expect(await within(reached, 4000)).toEqual([LIMIT, false]);
+      client.socket.write(more(1));
+      expect(await within(closed, 4000)).toBe('closed');
+      expect(client.answers()).toEqual([[403, 'close', 'denied']]);
+    } finally {
+      client.socket.destroy();
+    }
+  });
+
+  it('closes at once, not after lingerMs, when the app read the body whole before answering', async () => {
+    // Armed while the body was arriving; the app then read it to its end: nothing is left unread.
+    const { port, closed } = await serveWith((req, res) => {
+      const close = bodyPending(req) && lingerClose(req, { lingerMs: 60_000 });
+      req.resume();
+      req.on('end', () => {
+        if (close) res.setHeader('connection', 'close');
+        res.statusCode = 403;
+        res.end('denied');
+      });
+    });
+    const client = halfOpenClient(port);
+    try {
+      client.socket.write(post(200));
+      client.socket.write(more(100));
+      await client.fin;
+      expect(await within(closed, 4000)).toBe('closed');
+      expect(client.answers()).toEqual([[403, 'close', 'denied']]);
+    } finally {
+      client.socket.destroy();
+    }
+  });
+
   it('hands the app nothing pipelined behind the refused request, an upgrade neither', async () => {
     const served = await serve();
     const behind = [
@@ -151,9 +252,7 @@ describe('lingerClose, HTTP/2', () => {
       res.statusCode = 403;
       res.end('denied');
     });
-    servers.push(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const session = http2.connect(`http://127.0.0.1:${await listen(server)}`);
     try {
       const stream = session.request(
         { ':method': 'POST', ':path': '/upload' },
