@@ -704,6 +704,18 @@ describe('checkRequest: authorityHost reads `:authority` for a missing host head
     const other = hostGuard({ authorityHost: true }, { headers: 'x-host' });
     expect(denialOf(runGuard(other, authority).result).label).toBe('headers.x-host');
   });
+
+  it.each(['params', 'query', 'body'] as const)(
+    'only in headers: a missing %s key named host is missing, whatever `:authority` it holds',
+    (source) => {
+      const guard = hostGuard({ authorityHost: true }, { [source]: 'host' } as unknown as PathSpec);
+      const request = { [source]: { ':authority': 'files.example' } };
+      expect(denialOf(runGuard(guard, request).result)).toEqual({
+        reason: 'missing-path',
+        label: `${source}.host`,
+      });
+    },
+  );
 });
 
 describe('checkRequest: missing values fail closed', () => {
