@@ -193,6 +193,24 @@ describe('prefix rules: the text-only check', () => {
     });
   });
 
+  it('a name spelled undefined or null is an ordinary name, on a policy with rules or none', () => {
+    for (const fs of [[], ['./public/**']]) {
+      const form = compiled('/srv', fs);
+      for (const path of [
+        'undefined',
+        'undefined/a',
+        'null/a',
+        '/srv/undefined',
+        'public/undefined',
+      ]) {
+        for (const write of [false, true]) {
+          const fast = form.prefixRules?.decide(path, write);
+          expect(fast, `${fs} ${path}`).toStrictEqual(decideText(form, path, write));
+        }
+      }
+    }
+  });
+
   it('is what checkFs answers with (a plain value never reaches the general matcher)', () => {
     const policyOf = new PermissionPolicy({ root: '/srv', permissions: { fs: ['./public/**'] } });
     const form = compiledOf(policyOf, 'test');
