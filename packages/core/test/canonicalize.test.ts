@@ -367,6 +367,13 @@ describe('canonicalize', () => {
     });
   });
 
+  it('options of null, or of a type that holds no resolve, are no options: the value is canonicalized without a resolver', () => {
+    for (const options of [null, 'resolve', 0]) {
+      const given = options as unknown as CanonicalizeOptions;
+      expect(canonicalize('a/../b', '/srv', given), String(options)).toStrictEqual(ok('/srv/b'));
+    }
+  });
+
   it('passes the lexical, NFC, joined path to resolve, never the raw value', () => {
     const seen: string[] = [];
     const result = canonicalize('cafe\u0301/./b/../c//', '/srv/./x/..', {
