@@ -154,9 +154,19 @@ describe('checkFs: the policy argument', () => {
     ['a plain object', {}],
     ['an object that looks like a policy', { root: '/', rules: [], dot: false }],
     ['a number', 42],
+    ['an object whose prototype has no constructor', Object.create(Object.create(null))],
   ])('%s is a TypeError naming the argument', (_name, value) => {
     expect(typeErrorOf(() => checkFs(value as unknown as PermissionPolicy, 'a', 'read'))).toBe(
       'checkFs: policy must be a PermissionPolicy',
+    );
+  });
+
+  it("another class named PermissionPolicy (another copy's) is told how to load one copy", () => {
+    // What a policy of the CommonJS build is to the ES module one: test/packaging.test.ts
+    // checks the builds themselves; this is the same message from the source.
+    class PermissionPolicy {}
+    expect(typeErrorOf(() => checkFs(new PermissionPolicy() as never, 'a', 'read'))).toBe(
+      'checkFs: policy was built by another copy of @pathgate/core (its ES module and CommonJS builds are two copies): load @pathgate/core and the pathgate adapters the same way, all by import or all by require',
     );
   });
 });
