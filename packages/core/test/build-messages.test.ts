@@ -137,6 +137,19 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     expect(checkFs(p, 'a', 'read')).toMatchObject({ outcome: 'allow' });
   });
 
+  it('only nesting counts toward the depth: closed braces before or beside it do not', () => {
+    // 40 braces side by side nest one deep; a brace closed before a 32-deep nest leaves it 32 deep.
+    const side = '{a}'.repeat(40);
+    const after = `{x}/${'{'.repeat(32)}a${'}'.repeat(32)}`;
+    const p = new PermissionPolicy({ root: '/srv', permissions: { fs: [side, after] } });
+    expect(checkFs(p, 'a'.repeat(40), 'read')).toMatchObject({ outcome: 'allow', rule: side });
+    expect(checkFs(p, 'x/a', 'read')).toMatchObject({ outcome: 'allow', rule: after });
+    expect(checkFs(p, 'a'.repeat(39), 'read')).toMatchObject({
+      outcome: 'deny',
+      reason: 'path-not-in-allowlist',
+    });
+  });
+
   it('braces may expand to exactly 1024 alternatives', () => {
     const p = new PermissionPolicy({ root: '/srv', permissions: { fs: ['{a,b}'.repeat(10)] } });
     expect(checkFs(p, 'abababbbba', 'read')).toMatchObject({ outcome: 'allow' });
