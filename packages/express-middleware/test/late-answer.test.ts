@@ -10,7 +10,8 @@ import { countingErrorHandler } from './helpers.js';
 
 // An onDeny that answers with something that leaves after it returns (a
 // view rendered by an async engine, a file sent, a stream piped in): at that
-// point res.headersSent is still false. Had pathgate answered too, the late
+// point res.headersSent is still false. One that writes part of its body and
+// ends it later has sent its headers but not ended the response. Had pathgate answered too, the late
 // answer would throw ERR_HTTP_HEADERS_SENT from its callback, which crashes
 // the process, or the handler would run (report-only).
 
@@ -22,6 +23,13 @@ const LATE: readonly (readonly [string, (res: Response) => void])[] = [
   ['a view rendered by an async engine', (res) => res.render('denied', { reason: 'x' })],
   ['a file sent', (res) => res.sendFile(join(views, 'denied.txt'))],
   ['a stream piped in', (res) => Readable.from(['denied page']).pipe(res)],
+  [
+    'a body written now and ended on a later turn (its headers sent, the response not ended)',
+    (res) => {
+      res.write('denied ');
+      setTimeout(() => res.end('page'), 5);
+    },
+  ],
 ];
 
 function build(reportOnly: boolean, answer: (res: Response) => void) {
