@@ -11,9 +11,10 @@ import { countingErrorHandler } from './helpers.js';
 // An onDeny that answers with something that leaves after it returns (a
 // view rendered by an async engine, a file sent, a stream piped in): at that
 // point res.headersSent is still false. One that writes part of its body and
-// ends it later has sent its headers but not ended the response. Had pathgate answered too, the late
-// answer would throw ERR_HTTP_HEADERS_SENT from its callback, which crashes
-// the process, or the handler would run (report-only).
+// ends it later has sent its headers but not ended the response. Had
+// pathgate answered too, the late answer would throw ERR_HTTP_HEADERS_SENT
+// from its callback, which crashes the process, or the handler would run
+// (report-only).
 
 const views = mkdtempSync(join(tmpdir(), 'pathgate-views-'));
 writeFileSync(join(views, 'denied.txt'), 'denied page');
