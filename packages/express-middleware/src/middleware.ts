@@ -20,6 +20,15 @@ const NO_FILES: readonly CheckedFile[] = [];
 
 type UnreadBody = 'multipart' | 'other';
 
+/** Whether a parser set `req.body`: a lazy one's getter that throws did (the guard denies its specs). */
+function bodySet(req: Request): boolean {
+  try {
+    return req.body !== undefined;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * A body no parser has read yet: `multipart` (any `multipart/*`, as multer
  * reads), or `other` (not empty). `req.is()` answers null for a request
@@ -34,7 +43,7 @@ function unreadBody(req: Request): UnreadBody | undefined {
   const { headers } = req;
   const length = headers['content-length'];
   if (headers['transfer-encoding'] === undefined && length === undefined) return undefined;
-  if (req.body !== undefined && req.readableEnded) return undefined;
+  if (bodySet(req) && req.readableEnded) return undefined;
   if (typeof req.is('multipart') === 'string') return 'multipart';
   return length === '0' ? undefined : 'other';
 }

@@ -32,21 +32,22 @@ function refererHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return { ...headers, referer: value as string, referrer: value };
 }
 
-/** A query whose every read throws: the guard takes each of its values as one that fails (not-a-string). */
+/** A part whose every read throws: the guard takes each of its values as one that fails (not-a-string). */
 const UNREADABLE = new Proxy(Object.freeze({}), {
   getOwnPropertyDescriptor() {
-    throw new TypeError('pathgate: the query parser threw');
+    throw new TypeError('pathgate: reading the request part threw');
   },
 });
 
 /**
- * `req.query`, which Express 5 parses on each read: a query parser that
- * throws (one decoding `%ZZ` with decodeURIComponent) is a deny of the query
- * specs, as a throwing value read is, not an error for a 500.
+ * A part read by a getter, where a throw is a deny of its specs, as a
+ * throwing value read is, not an error for a 500: Express 5's `req.query`
+ * parses the URL on each read (a query parser decoding `%ZZ` with
+ * decodeURIComponent throws), and a lazy body parser's `req.body` may too.
  */
-function readQuery(req: Request): unknown {
+function readPart(req: Request, part: 'query' | 'body'): unknown {
   try {
-    return req.query;
+    return req[part];
   } catch {
     return UNREADABLE;
   }
@@ -70,8 +71,8 @@ export function valuesReader(paths: readonly PathSpec[]): ValuesReader {
   const headers = declares('headers');
   return (req) => ({
     params: req.params,
-    query: query ? readQuery(req) : undefined,
-    body: body ? req.body : undefined,
+    query: query ? readPart(req, 'query') : undefined,
+    body: body ? readPart(req, 'body') : undefined,
     headers: referer ? refererHeaders(req.headers) : headers ? req.headers : undefined,
   });
 }
