@@ -6,6 +6,7 @@ import {
   UNEXPECTED_FILE,
 } from '@pathgate/core';
 import type {
+  FastifyError,
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
@@ -145,8 +146,9 @@ function passes(
   reply: FastifyReply,
   guard: RouteGuard,
   settings: PathgateSettings,
+  appWide: boolean,
 ): boolean {
-  const state = startState(request, guard, false);
+  const state = startState(request, guard, appWide);
   if (settings.reportOnly) return reportAll(request, reply, state, settings);
   // The hot path of most routes: checkValues' steps, minus the file checks.
   const result = guard.checkRequest(request, state.info);
@@ -176,8 +178,9 @@ function parsedFilesMet(
 }
 
 /**
- * The whole check of a route the `onRoute` hook guarded, from its
- * `preHandler` hook or its guarded handler. False when the 403 went out. On
+ * The whole check of a route, from its `preHandler` hook or its guarded
+ * handler (`appWide`: from the app-wide `preHandler`, for a route the
+ * `onRoute` hook never saw). False when the 403 went out. On
  * a route with a file spec, pathgate's `onRequest` hook started the state;
  * should another plugin have taken that hook away, it starts here, late:
  * multipart is wrapped now, and a body it already parsed holds files no
@@ -188,11 +191,12 @@ function checkRoute(
   reply: FastifyReply,
   guard: RouteGuard,
   settings: PathgateSettings,
+  appWide = false,
 ): boolean {
-  if (!guard.expectsFiles) return passes(request, reply, guard, settings);
+  if (!guard.expectsFiles) return passes(request, reply, guard, settings, appWide);
   const started = stateOf(request);
   const late = started === null || started.guard !== guard;
-  const state = late ? startState(request, guard, false) : started;
+  const state = late ? startState(request, guard, appWide) : started;
   if (late && startFiles(request, reply, state, settings)) return false;
   if (!checkAndAnswer(request, reply, state, settings)) return false;
   return !late || parsedFilesMet(request, reply, state, settings);
@@ -303,12 +307,31 @@ export function createRouteHooks(
 }
 
 /**
+ * The guard the app-wide hooks apply to the request's route: undefined for
+ * a route without a declaration, or with route-level hooks; a bad
+ * declaration is logged, and is the error to answer with.
+ */
+function appWideGuard(
+  guards: RouteGuards,
+  request: FastifyRequest,
+): RouteGuard | FastifyError | undefined {
+  try {
+    return guards.forRequest(request);
+  } catch (error) {
+    request.log.error({ err: error }, 'pathgate: invalid route declaration');
+    return new PathgateRouteConfigError();
+  }
+}
+
+/**
  * App-wide hooks, installed only when some route may escape the `onRoute`
  * hook (see `routesMayEscape`). They guard those routes as the route-level
  * hooks would, compiling each declaration on first use, and leave every
  * other route alone: at once for a route declared in a context created
  * after the plugin (`covered`: `this` is the route's own instance), else
- * after one look at `request.routeOptions`.
+ * after one look at `request.routeOptions`. The `preHandler` looks again,
+ * and checks the route it runs for: `reply.callNotFound()` runs the
+ * not-found handler's `preHandler` hooks and handler, not its `onRequest`.
  */
 export function createAppWideHooks(
   settings: PathgateSettings,
@@ -318,26 +341,20 @@ export function createAppWideHooks(
   return {
     onRequest: function pathgateAppWideOnRequest(this: FastifyInstance, request, reply, done) {
       if (covered.has(this)) return done();
-      let guard: RouteGuard | undefined;
-      try {
-        guard = guards.forRequest(request);
-      } catch (error) {
-        request.log.error({ err: error }, 'pathgate: invalid route declaration');
-        return done(new PathgateRouteConfigError());
+      const guard = appWideGuard(guards, request);
+      if (guard === undefined || guard instanceof Error) return done(guard);
+      if (!guard.expectsFiles) {
+        if (guard.bodyLabel !== undefined) guardFields(request);
+        return done();
       }
-      if (guard === undefined) return done();
       const state = startState(request, guard, true);
-      if (guard.expectsFiles) {
-        if (!startFiles(request, reply, state, settings)) done();
-        return;
-      }
-      if (guard.bodyLabel !== undefined) guardFields(request);
-      done();
+      if (!startFiles(request, reply, state, settings)) done();
     },
-    preHandler: function pathgateAppWidePreHandler(request, reply, done) {
-      const state = stateOf(request);
-      if (state === null || !state.appWide) return done();
-      if (checkAndAnswer(request, reply, state, settings)) done();
+    preHandler: function pathgateAppWidePreHandler(this: FastifyInstance, request, reply, done) {
+      if (covered.has(this)) return done();
+      const guard = appWideGuard(guards, request);
+      if (guard === undefined || guard instanceof Error) return done(guard);
+      if (checkRoute(request, reply, guard, settings, true)) done();
     },
     onSend: createOnSend(settings, true),
   };

@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
-import { denied, newApp } from './helpers.js';
+import { denied, listen, newApp, postMultipart } from './helpers.js';
 
 // A not-found handler takes a `config` too (Fastify passes it to the
 // handler's context, though its types leave it out), but no `onRoute` hook
@@ -97,6 +98,65 @@ describe('a not-found handler that declares paths', () => {
     expect(root.json()).toEqual(denied('params.*', 'missing-path'));
     const optional = await app.inject({ url: '/opt' });
     expect(optional.json()).toEqual({ params: {}, pathgate: {} });
+  });
+
+  it.each(['before', 'after'])(
+    'set %s the plugin, reached by reply.callNotFound(): checked there, which skips its onRequest hooks',
+    async (order) => {
+      const app = newApp();
+      const declare = () => {
+        const pathgate = { mode: 'read', paths: [{ query: 'file' }] } as const;
+        app.setNotFoundHandler({ config: { pathgate } } as NotFoundOptions, async (request) => ({
+          raw: (request.query as { file?: string }).file,
+          pathgate: request.pathgate?.query ?? null,
+        }));
+      };
+      const callNotFound = async (_request: unknown, reply: FastifyReply) => reply.callNotFound();
+      // One route unguarded, one declared before the plugin (the app-wide hooks checked it).
+      app.get(
+        '/early/:p',
+        { config: { pathgate: { mode: 'read', paths: [{ params: 'p' }] } } },
+        callNotFound,
+      );
+      if (order === 'before') declare();
+      await withPlugin(app);
+      if (order === 'after') declare();
+      app.get('/plain', callNotFound);
+      for (const url of ['/plain', '/early/docs']) {
+        const out = await app.inject({ url: `${url}?file=..%2Fetc%2Fpasswd` });
+        expect(out.json()).toEqual(denied('query.file', 'path-not-in-allowlist'));
+        const ok = await app.inject({ url: `${url}?file=docs%2Fa` });
+        expect(ok.json()).toEqual({ raw: 'docs/a', pathgate: { file: `${ROOT}/docs/a` } });
+      }
+      const early = await app.inject({ url: '/early/..%2Fetc?file=docs%2Fa' });
+      expect(early.json()).toEqual(denied('params.p', 'path-not-in-allowlist'));
+    },
+  );
+
+  it('set before the plugin with a file spec, reached by reply.callNotFound(): each filename checked', async () => {
+    const app = newApp();
+    const paths = [{ file: 'avatar', under: 'uploads' }] as const;
+    app.setNotFoundHandler(
+      { config: { pathgate: { mode: 'write', paths } } } as NotFoundOptions,
+      async (request) => {
+        const part = await request.file();
+        part?.file.resume();
+        return { files: request.pathgate?.files ?? null };
+      },
+    );
+    await app.register(pathgate, { root: ROOT, fs: ['rw:uploads/**'] });
+    await app.register(multipart, { preservePath: true });
+    app.post('/up', async (_request, reply) => reply.callNotFound());
+    const port = await listen(app);
+    const post = (filename: string) =>
+      postMultipart(port, '/up', [
+        { disposition: `name="avatar"; filename="${filename}"`, data: 'x' },
+      ]);
+    const out = await post('../etc/passwd');
+    expect(out.json).toEqual(denied('file avatar', 'path-not-in-allowlist'));
+    const ok = await post('a.txt');
+    const file = { field: 'avatar', filename: 'a.txt', path: `${ROOT}/uploads/a.txt` };
+    expect(ok.json).toEqual({ files: [file] });
   });
 
   it('a bad declaration stops startup, naming the handler', async () => {
