@@ -92,11 +92,6 @@ function readOptions(options: unknown): {
 }
 
 /**
- * A compiled allowlist: the root is canonicalized and every rule parsed and
- * indexed once, here; bad configuration is a TypeError naming the option or
- * the rule. Immutable: build a new policy to change it.
- */
-/**
  * Why `value` is not a policy this copy can use. A `PermissionPolicy` of
  * another copy of this package (the ES module build beside the CommonJS
  * one, or a second version) holds its compiled rules under that copy's own
@@ -109,6 +104,11 @@ export function notAPolicy(value: unknown): string {
     : 'policy must be a PermissionPolicy';
 }
 
+/**
+ * A compiled allowlist: the root is canonicalized and every rule parsed and
+ * indexed once, here; bad configuration is a TypeError naming the option or
+ * the rule. Immutable: build a new policy to change it.
+ */
 export class PermissionPolicy {
   /** The canonical (and, with `resolve`, resolved) sandbox root. */
   readonly root: string;
