@@ -13,11 +13,11 @@ function routeLabel(method: unknown, url: unknown): string {
 }
 
 /**
- * Set in the `config` of a route the `onRoute` hook guarded with route-level
- * hooks, when the app-wide hooks are installed too: they leave such a route
- * alone. Fastify copies a route's `config` (own enumerable keys, symbols
- * included) after the `onRoute` hooks ran, so `request.routeOptions.config`
- * carries it.
+ * Set in the `config` of a route the `onRoute` hook guarded (by its
+ * route-level hooks or its guarded handler), when the app-wide hooks are
+ * installed too: they leave such a route alone. Fastify copies a route's
+ * `config` (own enumerable keys, symbols included) after the `onRoute`
+ * hooks ran, so `request.routeOptions.config` carries it.
  */
 const kRouteGuarded: unique symbol = Symbol('pathgate.routeGuarded');
 
@@ -112,7 +112,7 @@ export class RouteGuards {
    * The app-wide hooks: the guard of a route the `onRoute` hook never saw
    * (declared before the plugin was registered), compiled here, once; a bad
    * declaration throws its TypeError. Undefined for a route without a
-   * declaration, and for one that has its route-level hooks.
+   * declaration, and for one the `onRoute` hook guarded (`markGuarded`).
    */
   forRequest(request: FastifyRequest): RouteGuard | undefined {
     const { config, method, url } = request.routeOptions;
