@@ -46,8 +46,9 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
     if (appWide) RouteGuards.markGuarded(route);
   };
   // Routes declared from here on compile now (a bad declaration stops
-  // startup) and get a guarded handler or route-level hooks closing over
-  // their guard: routes without a declaration get neither, and pay nothing.
+  // startup) and get a guarded handler, plus route-level hooks where they
+  // need them, closing over their guard: routes without a declaration get
+  // neither, and pay nothing.
   fastify.addHook('onRoute', function pathgateOnRoute(this: FastifyInstance, route) {
     if (appWide && this !== fastify) covered.add(this);
     guardDeclared(route, this);
