@@ -29,9 +29,7 @@ export interface CanonicalPath {
   segments: string[];
 }
 
-export type Canonical =
-  | { ok: true; value: CanonicalPath }
-  | { ok: false; reason: CanonicalizeFailure };
+type Canonical = { ok: true; value: CanonicalPath } | { ok: false; reason: CanonicalizeFailure };
 
 /** NUL or anything beyond ASCII: the rare strings that need steps 2–4 in full. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this scan looks for.

@@ -2,7 +2,7 @@ import type { CompiledGlob } from './glob-compile.js';
 import { byRuleText, type CompiledRule } from './rule.js';
 
 /** One brace alternative of one rule, filed under its literal root. */
-export interface IndexEntry {
+interface IndexEntry {
   readonly rule: CompiledRule;
   readonly glob: CompiledGlob;
 }

@@ -60,7 +60,7 @@ export type PathgateHandler = <P, ResBody, ReqBody, ReqQuery>(
   next: NextFunction,
 ) => void;
 
-export interface RouteMiddlewareParts {
+interface RouteMiddlewareParts {
   readonly guard: RouteGuard;
   /** Reads the request parts the route's specs check (worked out when the route was built). */
   readonly values: ValuesReader;

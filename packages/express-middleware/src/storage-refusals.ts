@@ -4,7 +4,7 @@ import { PathgateStorageError, STORAGE_CODES, type StorageCode } from './errors.
 // that names no path, never a 500 for what a client's name or size causes.
 // Every other error it meets leaves it as a 500 naming no path either.
 
-export type Refusal = readonly [StorageCode, string];
+type Refusal = readonly [StorageCode, string];
 
 export const NOT_A_FILE: Refusal = [
   STORAGE_CODES.NOT_A_FILE,

@@ -89,7 +89,7 @@ export function unreadBodyDenial(guard: RouteGuard): PathDenial | undefined {
   return label === undefined ? undefined : { reason: 'missing-path', label };
 }
 
-export interface UploadParts {
+interface UploadParts {
   readonly req: Request;
   readonly res: Response;
   readonly next: NextFunction;
@@ -110,7 +110,7 @@ export interface UploadParts {
  * none: the multer gate's own), or let through unchecked: report-only gates
  * would deny it and no enforcing gate decides it.
  */
-export type FileDecision =
+type FileDecision =
   | { readonly kind: 'allow'; readonly file: CheckedFile }
   | { readonly kind: 'skip' }
   | { readonly kind: 'deny'; readonly denial: PathDenial; readonly route: RouteState | undefined }
