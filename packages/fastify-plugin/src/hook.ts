@@ -308,7 +308,7 @@ export function createRouteHooks(
 
 /**
  * The guard the app-wide hooks apply to the request's route: undefined for
- * a route without a declaration, or with route-level hooks; a bad
+ * a route without a declaration, or one the `onRoute` hook guarded; a bad
  * declaration is logged, and is the error to answer with.
  */
 function appWideGuard(
