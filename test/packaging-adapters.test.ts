@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,5 +140,58 @@ describe.each([EXPRESS, FASTIFY])('$name as a built package', (adapter) => {
       if (typeof declared === 'string') expect(types).toContain(declared);
       else expect(types).toMatch(declared);
     }
+  });
+});
+
+interface Manifest {
+  readonly dependencies?: Record<string, string>;
+  readonly peerDependencies?: Record<string, string>;
+  readonly peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+/** `express` for `express`, `@fastify/error` for `@fastify/error/types`. */
+const packageOf = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+
+/** The packages a d.ts file imports types from (`from 'x'`, `import('x')`). */
+function typeImports(text: string): string[] {
+  const specifiers = [...text.matchAll(/(?:from |import\()'([^'./][^']*)'/g)];
+  return [...new Set(specifiers.map((match) => packageOf(match[1] as string)))];
+}
+
+/** Whether the package installed beside `dir` declares its own types. */
+function shipsTypes(dir: string, name: string): boolean {
+  const file = createRequire(join(dir, 'package.json')).resolve(`${name}/package.json`);
+  const manifest = readFileSync(file, 'utf8');
+  return /"(types|typings)"\s*:/.test(manifest);
+}
+
+// A TypeScript user (skipLibCheck off) gets every type the d.ts files import
+// from what installing the adapter brings: a dependency or a required peer
+// that has its own types, or its `@types` package as a dependency. An
+// optional peer (multer) is missing from most apps; before @types/multer was
+// a dependency, an Express app without multer failed to compile (TS2307).
+describe.each([EXPRESS, FASTIFY])('$name: the declaration files', (adapter) => {
+  it.each(['index.d.ts', 'index.d.cts'])('%s imports only types its install brings', (file) => {
+    const manifest = JSON.parse(
+      readFileSync(join(adapter.dir, 'package.json'), 'utf8'),
+    ) as Manifest;
+    const dependencies = manifest.dependencies ?? {};
+    const optional = manifest.peerDependenciesMeta ?? {};
+    const installed = (name: string) =>
+      Object.hasOwn(dependencies, name) ||
+      (Object.hasOwn(manifest.peerDependencies ?? {}, name) && optional[name]?.optional !== true);
+    const typesPackage = (name: string) => `@types/${name.replace(/^@/, '').replace('/', '__')}`;
+    const imports = typeImports(readFileSync(join(adapter.dir, 'dist', file), 'utf8'));
+    expect(imports).toContain('@pathgate/core');
+    const unbrought = imports.filter(
+      (name) =>
+        !Object.hasOwn(dependencies, typesPackage(name)) &&
+        !(installed(name) && shipsTypes(adapter.dir, name)),
+    );
+    expect(unbrought).toEqual([]);
   });
 });
