@@ -7,12 +7,19 @@ import { uploadOf } from './upload.js';
 
 export type FileFilter = NonNullable<Options['fileFilter']>;
 
+/** The files whose `pathgatePath` only a gate.read() checked: readable there, maybe not writable. */
+const readOnly = new WeakSet<Express.Multer.File>();
+
+/** Whether only a gate.read() checked the file's `pathgatePath`: a storage must not write there. */
+export const checkedForReading = (file: Express.Multer.File): boolean => readOnly.has(file);
+
 /**
  * The checked path, read-only: a user filter (or storage) that assigns
  * another throws instead of sending the file where no check looked.
  */
-function pinPath(file: Express.Multer.File, path: string): void {
+function pinPath(file: Express.Multer.File, path: string, write: boolean): void {
   Object.defineProperty(file, 'pathgatePath', { value: path, enumerable: true });
+  if (!write) readOnly.add(file);
 }
 
 /**
@@ -32,7 +39,7 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     if (decision.kind === 'skip') return cb(null, false);
     const stop = upload.stopsWith(decision);
     if (stop) return cb(stop);
-    if (decision.kind === 'allow') pinPath(file, decision.file.path);
+    if (decision.kind === 'allow') pinPath(file, decision.file.path, decision.write);
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
     let answered = false;
     const accept = ((error: Error | null, include?: boolean) => {

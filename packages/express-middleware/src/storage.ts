@@ -3,6 +3,7 @@ import { basename, dirname } from 'node:path';
 import { readOwn } from '@pathgate/core';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
+import { checkedForReading } from './file-filter.js';
 import { identityAt } from './file-identity.js';
 import { againIfGone, foldersHeldBy, type Held, removeEmptyFolders, whileHeld } from './folders.js';
 import { type RealPathOf, realPathsUnder } from './real-path.js';
@@ -157,6 +158,9 @@ async function store(req: Request, file: File, placement: Placement) {
   }
 }
 
+const READ_ONLY =
+  'pathgate: a file only gate.read() checked reached the storage, which writes it; check uploads with gate.write()';
+
 /**
  * Answers multer with the storage's error (`storageError`): whatever leaves
  * the storage, a store's or a removal's (multer hands the app those in
@@ -199,6 +203,11 @@ export function safeDiskStorage(root: string, options?: DiskStorageOptions): Sto
       const target = file.pathgatePath;
       if (target === undefined) {
         discard(file).then((size) => callback(null, { size }), failWith(callback));
+        return;
+      }
+      // The policy may let it be read there, not written (a server misconfiguration: a 500).
+      if (checkedForReading(file)) {
+        failWith(callback)(new Error(READ_ONLY));
         return;
       }
       const held = foldersHeldBy(req);

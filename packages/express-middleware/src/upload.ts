@@ -104,17 +104,35 @@ interface UploadParts {
 }
 
 /**
- * One file part's decision: allowed (with the path to store it at), let go
- * (a nameless part of an optional field: multer drops it, nothing is
- * stored), denied by an enforcing gate (answered with that gate's deny;
- * none: the multer gate's own), or let through unchecked: report-only gates
- * would deny it and no enforcing gate decides it.
+ * One file part's decision: allowed (with the path to store it at, and
+ * whether a gate checked it for writing), let go (a nameless part of an
+ * optional field: multer drops it, nothing is stored), denied by an
+ * enforcing gate (answered with that gate's deny; none: the multer gate's
+ * own), or let through unchecked: report-only gates would deny it and no
+ * enforcing gate decides it.
  */
 type FileDecision =
-  | { readonly kind: 'allow'; readonly file: CheckedFile }
+  | { readonly kind: 'allow'; readonly file: CheckedFile; readonly write: boolean }
   | { readonly kind: 'skip' }
   | { readonly kind: 'deny'; readonly denial: PathDenial; readonly route: RouteState | undefined }
   | { readonly kind: 'unchecked'; readonly denial: PathDenial };
+
+type Allowed = Extract<FileDecision, { kind: 'allow' }>;
+
+/**
+ * The allow a file part keeps as the gates decide in route order: a later
+ * gate's path, unless that gate checked it for reading only and an earlier
+ * one checked its own path for writing (storing is writing).
+ */
+function laterAllowed(
+  earlier: Allowed | undefined,
+  file: CheckedFile | undefined,
+  route: RouteState,
+): Allowed | undefined {
+  if (file === undefined) return earlier;
+  const write = route.guard.mode === 'write';
+  return earlier?.write && !write ? earlier : { kind: 'allow', file, write };
+}
 
 /**
  * One multipart request under a gate's multer middleware: decides each file
@@ -152,9 +170,11 @@ export class Upload {
   /**
    * Decides one file part's name, before storage sees a byte of it. The
    * gates that declare its field decide: every enforcing one must allow it,
-   * and the last one's canonical path is where it goes; a report-only
-   * gate's deny is reported and decides nothing. A field no enforcing gate
-   * declares is refused (`unexpected-file`) by the last enforcing gate.
+   * and the canonical path the last one checked for writing is where it
+   * goes (a gate.read() after it checked another path, for reading only); a
+   * report-only gate's deny is reported and decides nothing. A field no
+   * enforcing gate declares is refused (`unexpected-file`) by the last
+   * enforcing gate.
    */
   decideFile(field: string, filename: string | undefined): FileDecision {
     const decision = this.decide(field, filename);
@@ -170,8 +190,8 @@ export class Upload {
       return { kind: 'deny', denial: UNEXPECTED_FILE, route: undefined };
     }
     let declared = false; // by an enforcing gate
-    let enforced: CheckedFile | undefined;
-    let reported: CheckedFile | undefined;
+    let enforced: Allowed | undefined;
+    let reported: Allowed | undefined;
     let letGo = false;
     let wouldDeny: PathDenial | undefined;
     for (const route of routes) {
@@ -180,9 +200,9 @@ export class Upload {
       if (!route.reportOnly) {
         if (!result.ok) return { kind: 'deny', denial: result.denial, route };
         declared = true;
-        enforced = result.file ?? enforced;
+        enforced = laterAllowed(enforced, result.file, route);
       } else if (result.ok) {
-        reported = result.file ?? reported;
+        reported = laterAllowed(reported, result.file, route);
         letGo ||= result.file === undefined;
       } else {
         wouldDeny = result.denial;
@@ -190,7 +210,7 @@ export class Upload {
         if (!this.report(wouldDeny, route)) return { kind: 'unchecked', denial: wouldDeny };
       }
     }
-    if (enforced) return { kind: 'allow', file: enforced };
+    if (enforced) return enforced;
     if (declared) return SKIP; // every enforcing gate that declares it let a nameless part go
     const last = routes.filter((route) => !route.reportOnly).at(-1);
     if (last) return { kind: 'deny', denial: UNEXPECTED_FILE, route: last };
@@ -199,12 +219,12 @@ export class Upload {
 
   /** Only report-only gates: a would-be deny lets the part through unchecked. */
   private reportOnlyDecision(
-    reported: CheckedFile | undefined,
+    reported: Allowed | undefined,
     letGo: boolean,
     wouldDeny: PathDenial | undefined,
   ): FileDecision {
     if (wouldDeny) return { kind: 'unchecked', denial: wouldDeny };
-    if (reported) return { kind: 'allow', file: reported };
+    if (reported) return reported;
     if (letGo) return SKIP;
     // No gate declares the field: reported as the last one would have refused it.
     this.report(UNEXPECTED_FILE, this.parts.routes.at(-1));

@@ -857,6 +857,45 @@ describe('a gate.multer() storage and a gate of another root', () => {
   });
 });
 
+describe('a gate.multer() storage and a gate.read() file spec', () => {
+  // docs/ is read-only to the policy: a file there was checked for reading, never for writing.
+  const build = (root: string, app: express.Express) => {
+    const gate = pathgate({ root, fs: ['rw:uploads/**', 'docs/**'], log: () => {} });
+    const up = gate.multer();
+    const answer: express.RequestHandler = (req, res) => {
+      res.json({ path: req.file?.pathgatePath, files: req.pathgate?.files });
+    };
+    const avatar = { file: 'avatar', under: 'uploads' } as const;
+    const docs = { file: 'avatar', under: 'docs' } as const;
+    app.post('/read', gate.read(docs), up.single('avatar'), answer);
+    app.post('/write-read', gate.write(avatar), gate.read(docs), up.single('avatar'), answer);
+  };
+
+  it('alone: the storage refuses to write a path checked for reading (500), nothing written', async () => {
+    await onApp(build, async (port, root, errors) => {
+      const res = await upload(port, '/read', [filePart('avatar', 'a.txt')]);
+      expect(res.status).toBe(500);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({
+        code: 'PATHGATE_STORAGE_FAILED',
+        cause: { message: expect.stringMatching(/gate\.read\(\)/) },
+      });
+      expect(res.text).not.toContain(root);
+      expect(filesUnder(root)).toEqual([]);
+    });
+  });
+
+  it('after a gate.write(): stored at the path that gate checked, not the later read one', async () => {
+    await onApp(build, async (port, root) => {
+      const res = await upload(port, '/write-read', [filePart('avatar', 'a.txt')]);
+      const path = join(root, 'uploads', 'a.txt');
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ path, files: [{ field: 'avatar', filename: 'a.txt', path }] });
+      expect(filesUnder(root)).toEqual(['uploads/a.txt']);
+    });
+  });
+});
+
 describe('a report-only onDeny that answers after multer', () => {
   it('leaves no stored file behind', async () => {
     const dir = tempRoot();
