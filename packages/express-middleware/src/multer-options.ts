@@ -132,6 +132,26 @@ function readLimits(limits: unknown, version: string): void {
     return;
   }
   if (!isRecord(limits)) failMulter('option limits must be an object or a function');
+  readLimitValues(limits, version);
+}
+
+/**
+ * A limits function's answer, checked on each request as `limits` is once:
+ * multer reads a misspelt limit, or a number, as no limit. Thrown inside
+ * multer's call, the TypeError fails the request (a 500, the server's).
+ */
+function checkedPerRequest(limits: (req: Request) => unknown, version: string) {
+  return (req: Request): Options['limits'] => {
+    const given = limits(req);
+    if (given === undefined) return given;
+    if (!isRecord(given)) failMulter('the limits function must return an object or undefined');
+    readLimitValues(given, version);
+    return given;
+  };
+}
+
+/** Each limit: own, documented, and a value busboy compares as a number. */
+function readLimitValues(limits: Record<string, unknown>, version: string): void {
   refuseInherited(limits);
   refuseUnknown(limits, LIMITS, 'limit');
   for (const key of Object.keys(limits)) {
@@ -174,3 +194,7 @@ export function readMulterOptions(options: unknown, version: string): PathgateMu
     if (options[key] !== undefined) needsRelease(key, version);
   return options as PathgateMulterOptions;
 }
+
+/** The limits to hand multer: a function's answer checked on each request (`checkedPerRequest`). */
+export const multerLimits = (limits: PathgateMulterOptions['limits'], version: string) =>
+  typeof limits === 'function' ? checkedPerRequest(limits, version) : limits;

@@ -6,7 +6,12 @@ import { callCatching } from './app-call.js';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';
-import { failMulter, readMulterOptions, type StreamHandler } from './multer-options.js';
+import {
+  failMulter,
+  multerLimits,
+  readMulterOptions,
+  type StreamHandler,
+} from './multer-options.js';
 import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
 import type { Deny } from './reply.js';
@@ -105,6 +110,7 @@ export function createMulter(
     });
   const instance = multer({
     ...rest,
+    limits: multerLimits(rest.limits, version),
     storage,
     defParamCharset: 'utf8',
     preservePath: true,

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { pathgate } from '../src/index.js';
 import { readMulterOptions } from '../src/multer-options.js';
@@ -122,6 +123,30 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
     );
     expect(status).toMatchObject({ code: 'LIMIT_FILE_SIZE' });
   });
+
+  // multer reads these as no limit at all: the 100-byte file was stored.
+  it.each([
+    ['a misspelt limit', { filesize: 4 }, 'unknown limit "filesize" (did you mean fileSize?)'],
+    ['a number', 4, 'the limits function must return an object or undefined'],
+  ])(
+    'a limits function returning %s fails the request (500), nothing stored',
+    async (_name, limits, message) => {
+      await onApp(
+        (root, app) => {
+          const perRequest = pathgate({ root, fs: ['rw:uploads/**'] });
+          const small = perRequest.multer({ limits: () => limits as never });
+          const spec = perRequest.write({ file: 'f', under: 'uploads' });
+          app.post('/up', spec, small.single('f'), (_req, res) => res.sendStatus(201));
+        },
+        async (port, root, errors) => {
+          const res = await upload(port, '/up', [filePart('f', 'big.txt', 'x'.repeat(100))]);
+          expect(res.status).toBe(500);
+          expect(errors).toEqual([new TypeError(`pathgate: gate.multer(): ${message}`)]);
+          expect(readdirSync(root)).toEqual([]);
+        },
+      );
+    },
+  );
 });
 
 describe('gate.multer(options): what an older multer of the peer range would ignore', () => {
