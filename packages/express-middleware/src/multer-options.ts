@@ -166,6 +166,19 @@ function readLimitValues(limits: Record<string, unknown>, version: string): void
   }
 }
 
+const HIGH_WATER_MARKS = ['highWaterMark', 'fileHwm'] as const;
+
+/**
+ * busboy ignores a highWaterMark that is not a number; one a stream cannot
+ * take (`-1`) throws inside busboy's parser, on the first part, uncaught.
+ */
+function readHighWaterMark(value: unknown, key: string): void {
+  if (value === undefined || value === null) return;
+  if (!Number.isInteger(value) || (value as number) < 0) {
+    failMulter(`option ${key} must be a non-negative integer`);
+  }
+}
+
 /**
  * Validates `gate.multer(options)` once, against the installed multer's
  * `version`: every problem is a TypeError naming the option.
@@ -190,6 +203,7 @@ export function readMulterOptions(options: unknown, version: string): PathgateMu
     failMulter('option streamHandler must be a function');
   }
   readLimits(limits, version);
+  for (const key of HIGH_WATER_MARKS) readHighWaterMark(options[key], key);
   for (const key of Object.keys(options))
     if (options[key] !== undefined) needsRelease(key, version);
   return options as PathgateMulterOptions;

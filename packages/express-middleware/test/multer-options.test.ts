@@ -78,6 +78,23 @@ describe('gate.multer(options): limits multer would ignore', () => {
   });
 });
 
+describe('gate.multer(options): a highWaterMark busboy cannot take, or ignores', () => {
+  // fileHwm -1 threw from inside busboy's parser on the first file part: an
+  // uncaught exception, the request never answered. A string limits nothing.
+  it.each([
+    ['fileHwm', -1],
+    ['fileHwm', 1.5],
+    ['fileHwm', '16kb'],
+    ['highWaterMark', -1],
+    ['highWaterMark', Number.POSITIVE_INFINITY],
+    ['highWaterMark', '64kb'],
+  ])('%s %s → TypeError naming it', (key, value) => {
+    expect(thrown({ [key]: value })).toBe(
+      `pathgate: gate.multer(): option ${key} must be a non-negative integer`,
+    );
+  });
+});
+
 describe("gate.multer(options): multer 2.x's documented options are taken", () => {
   it('each option multer reads and pathgate does not set', () => {
     const options = {
