@@ -192,7 +192,8 @@ export function readMulterOptions(options: unknown, version: string): PathgateMu
     if (options[key] !== undefined) failMulter(`option ${key} is set by pathgate`);
   }
   refuseUnknown(options, PASSED_ON, 'option');
-  const { fileFilter, streamHandler, storage, limits } = options as PathgateMulterOptions;
+  const { fileFilter, streamHandler, storage, limits, defCharset } =
+    options as PathgateMulterOptions;
   if (storage !== undefined && !isStorageEngine(storage)) {
     failMulter('option storage must be a multer storage engine (with _handleFile and _removeFile)');
   }
@@ -201,6 +202,10 @@ export function readMulterOptions(options: unknown, version: string): PathgateMu
   }
   if (streamHandler !== undefined && typeof streamHandler !== 'function') {
     failMulter('option streamHandler must be a function');
+  }
+  // busboy lowercases it inside its parser, on the first text field: a throw there is uncaught.
+  if (defCharset !== undefined && typeof defCharset !== 'string') {
+    failMulter('option defCharset must be a string');
   }
   readLimits(limits, version);
   for (const key of HIGH_WATER_MARKS) readHighWaterMark(options[key], key);

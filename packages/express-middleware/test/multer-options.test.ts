@@ -78,7 +78,7 @@ describe('gate.multer(options): limits multer would ignore', () => {
   });
 });
 
-describe('gate.multer(options): a highWaterMark busboy cannot take, or ignores', () => {
+describe('gate.multer(options): a highWaterMark or charset busboy cannot take, or ignores', () => {
   // fileHwm -1 threw from inside busboy's parser on the first file part: an
   // uncaught exception, the request never answered. A string limits nothing.
   it.each([
@@ -91,6 +91,13 @@ describe('gate.multer(options): a highWaterMark busboy cannot take, or ignores',
   ])('%s %s → TypeError naming it', (key, value) => {
     expect(thrown({ [key]: value })).toBe(
       `pathgate: gate.multer(): option ${key} must be a non-negative integer`,
+    );
+  });
+
+  // Threw the same way, on the first text field: busboy lowercases it.
+  it.each([5, {}])('defCharset %o → TypeError naming it', (defCharset) => {
+    expect(thrown({ defCharset })).toBe(
+      'pathgate: gate.multer(): option defCharset must be a string',
     );
   });
 });
