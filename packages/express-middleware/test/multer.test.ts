@@ -869,21 +869,29 @@ describe('a gate.multer() storage and a gate.read() file spec', () => {
     const docs = { file: 'avatar', under: 'docs' } as const;
     app.post('/read', gate.read(docs), up.single('avatar'), answer);
     app.post('/write-read', gate.write(avatar), gate.read(docs), up.single('avatar'), answer);
+    const rollout = pathgate({ root, fs: ['docs/**'], reportOnly: true, log: () => {} });
+    app.post('/report-read', rollout.read(docs), rollout.multer().single('avatar'), answer);
   };
 
-  it('alone: the storage refuses to write a path checked for reading (500), nothing written', async () => {
-    await onApp(build, async (port, root, errors) => {
-      const res = await upload(port, '/read', [filePart('avatar', 'a.txt')]);
-      expect(res.status).toBe(500);
-      expect(errors).toHaveLength(1);
-      expect(errors[0]).toMatchObject({
-        code: 'PATHGATE_STORAGE_FAILED',
-        cause: { message: expect.stringMatching(/gate\.read\(\)/) },
+  it.each([
+    ['enforcing', '/read'],
+    ['report-only', '/report-read'],
+  ])(
+    'alone (%s): the storage refuses to write a path checked for reading (500), nothing written',
+    async (_mode, path) => {
+      await onApp(build, async (port, root, errors) => {
+        const res = await upload(port, path, [filePart('avatar', 'a.txt')]);
+        expect(res.status).toBe(500);
+        expect(errors).toHaveLength(1);
+        expect(errors[0]).toMatchObject({
+          code: 'PATHGATE_STORAGE_FAILED',
+          cause: { message: expect.stringMatching(/gate\.read\(\)/) },
+        });
+        expect(res.text).not.toContain(root);
+        expect(filesUnder(root)).toEqual([]);
       });
-      expect(res.text).not.toContain(root);
-      expect(filesUnder(root)).toEqual([]);
-    });
-  });
+    },
+  );
 
   it('after a gate.write(): stored at the path that gate checked, not the later read one', async () => {
     await onApp(build, async (port, root) => {
