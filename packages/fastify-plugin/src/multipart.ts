@@ -99,9 +99,16 @@ function someBodyValue(body: unknown, test: (value: unknown) => boolean): boolea
  * that never went through the guard: fail closed.
  */
 export function holdsUncheckedFile(body: unknown): boolean {
-  return someBodyValue(
-    body,
-    (v) => typeof v === 'object' && v !== null && (v as Part).type === 'file' && !checked.has(v),
+  return someBodyValue(body, isUncheckedFile);
+}
+
+/** A multipart file part the guard never saw. */
+function isUncheckedFile(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Part).type === 'file' &&
+    !checked.has(value)
   );
 }
 
@@ -126,6 +133,17 @@ function forgetPart(part: Part): void {
     entry.splice(entry.indexOf(part), 1);
     if (entry.length === 0) delete fields[fieldname];
   }
+}
+
+/**
+ * After a deny: multipart's shared `fields` also holds the file parts busboy
+ * parsed behind the denied one (a body that arrived in one piece is parsed
+ * whole), which no one will check now. They leave it too, so a handler
+ * that catches the deny finds only the parts it was handed.
+ */
+function forgetUnchecked(fields: Record<string, unknown> | undefined): void {
+  if (fields === undefined) return;
+  for (const part of Object.values(fields).flat().filter(isUncheckedFile)) forgetPart(part as Part);
 }
 
 /** The per-request checks the wrappers share. */
@@ -288,6 +306,7 @@ class PartChecks {
       forgetPart(part);
       // Unread, not resumed: multipart unpipes the request and ends the iteration.
       part.file?.destroy();
+      forgetUnchecked(part.fields);
     }
     this.state.refused = denial;
     this.state.thrownBody = body;

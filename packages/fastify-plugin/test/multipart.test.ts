@@ -209,6 +209,16 @@ describe("a denied part leaves multipart's shared fields", () => {
       expect(filesIn(s.root)).toEqual([]);
     },
   );
+
+  it('so do the files parsed behind it, which no one checked, in its field and in others', async () => {
+    const s = await serveMultipart();
+    // One write: busboy parses every part before the guard sees the second.
+    const more = { ...file('more.png'), disposition: 'name="more"; filename="more.png"' };
+    const parts = [file('ok.png'), file('virus.exe'), file('later.png'), more];
+    const res = await postMultipart(s.port, '/parts-catch', parts);
+    expect(res.json).toEqual({ reason: 'path-not-in-allowlist', fields: { upload: ['ok.png'] } });
+    expect(filesIn(s.root)).toEqual([]);
+  });
 });
 
 describe('which fields, and required files', () => {
