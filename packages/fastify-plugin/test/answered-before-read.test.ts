@@ -2,7 +2,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { filesIn, listen, sandbox, sendAroundAnswer, sendAroundAnswerH2 } from './helpers.js';
-import { answeringUploadApp, store } from './multipart-server.js';
+import { answeringUploadApp, READS, type Read } from './multipart-server.js';
 
 // A handler that answers while the upload is still arriving (a 202 first, or
 // Fastify's `handlerTimeout` answering for it) and only then starts reading
@@ -14,25 +14,6 @@ import { answeringUploadApp, store } from './multipart-server.js';
 // as cut, its file removed.
 
 const SIZE = 256 * 1024;
-
-type Read = (request: FastifyRequest, spool: string) => Promise<unknown>;
-
-const READS: [string, Read][] = [
-  ['file()', async (request) => store((await request.file()) as never)],
-  [
-    'files()',
-    async (request) => {
-      for await (const part of request.files()) await store(part);
-    },
-  ],
-  [
-    'parts()',
-    async (request) => {
-      for await (const part of request.parts()) if (part.type === 'file') await store(part);
-    },
-  ],
-  ['saveRequestFiles()', (request, spool) => request.saveRequestFiles({ tmpdir: spool })],
-];
 
 async function serve(read: Read, server: object = {}) {
   const { root, app, config } = await answeringUploadApp(10 * SIZE, server);

@@ -146,6 +146,26 @@ export async function sendAroundAnswer(
   return answer;
 }
 
+/** Over a raw socket: sends the head and the first `sent` bytes of a multipart body, then hangs up. */
+export async function hangUp(
+  port: number,
+  path: string,
+  body: Buffer,
+  sent: number,
+): Promise<void> {
+  const socket = net.connect(port, '127.0.0.1');
+  afterTest(() => void socket.destroy());
+  socket.on('error', () => {});
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const type = `multipart/form-data; boundary=${BOUNDARY}`;
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`,
+  );
+  // Flushed to the kernel, then closed: the server reads all of it, then the end.
+  await new Promise((resolve) => socket.write(body.subarray(0, sent), resolve));
+  socket.destroy();
+}
+
 /** What an h2c client read of one stream, once it closed. */
 export interface H2Exchange {
   status: number;

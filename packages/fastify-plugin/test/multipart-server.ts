@@ -48,6 +48,26 @@ export async function store(part: MultipartFile): Promise<string> {
   return target;
 }
 
+/** A handler's read of the whole upload, each way, storing where pathgate checked (`spool`: saveRequestFiles()'s tmpdir). */
+export type Read = (request: FastifyRequest, spool: string) => Promise<unknown>;
+
+export const READS: [string, Read][] = [
+  ['file()', async (request) => store((await request.file()) as never)],
+  [
+    'files()',
+    async (request) => {
+      for await (const part of request.files()) await store(part);
+    },
+  ],
+  [
+    'parts()',
+    async (request) => {
+      for await (const part of request.parts()) if (part.type === 'file') await store(part);
+    },
+  ],
+  ['saveRequestFiles()', (request, spool) => request.saveRequestFiles({ tmpdir: spool })],
+];
+
 /** Writes a whole file to its checked path: a temp sibling, renamed when complete. */
 export async function storeBuffer(target: string, data: Buffer): Promise<string> {
   await writeFile(`${target}.partial`, data, { flag: 'wx' });
