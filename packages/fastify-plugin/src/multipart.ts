@@ -176,12 +176,17 @@ class PartChecks {
   }
 
   /**
-   * Before a `file()` or `saveRequestFiles()` reads: the sticky deny, or a
-   * body the answer already ended (`uploadEnded`), whose rest never comes.
+   * Before any read: the sticky deny, or a body whose rest never comes, so
+   * that multipart would wait for it forever. The answer ended it
+   * (`uploadEnded`), or the client hung up before the read began:
+   * multipart only watches for that from then on, so it gets its own error
+   * for it here.
    */
   begin(): void {
     this.sticky();
     if (this.state.uploadEnded) throw new PathgateAnsweredError();
+    const { raw, server } = this.request;
+    if (raw.destroyed && !raw.readableEnded) throw new server.multipartErrors.PrematureCloseError();
   }
 
   /**
@@ -315,15 +320,6 @@ class PartChecks {
 }
 
 /**
- * The source of a `parts()`/`files()` iteration begun after the answer ended
- * the upload (`uploadEnded`): multipart's own would pipe the drained request
- * and wait forever. Its first step fails, after the sticky deny.
- */
-const endedBody: AsyncIterable<Part> = {
-  [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new PathgateAnsweredError()) }),
-};
-
-/**
  * Hands on the parts `checks` lets through, then checks the required file
  * specs. A caller that leaves its loop at a part (`break`, `return`, or a
  * throw in the loop body) calls `return()`, which runs the `finally` with
@@ -338,7 +334,8 @@ async function* checkedParts(
   checks: PartChecks,
   source: AsyncIterable<Part>,
 ): AsyncGenerator<Part> {
-  checks.sticky();
+  // At the first step, before multipart's iteration starts reading.
+  checks.begin();
   checks.enter();
   let handing = false;
   try {
@@ -404,15 +401,12 @@ export function guardMultipart(
       if (!forSave || !(error instanceof PathgateDeniedError)) await throwAfterAnswer(reply, error);
     }
   };
-  /** multipart's iteration, or none once the answer ended the upload. */
-  const source = (iterate: typeof parts, options: unknown) =>
-    state.uploadEnded ? endedBody : iterate.call(request, options);
   methods.parts = function pathgateParts(options) {
-    return guarded(source(parts, options), saving);
+    return guarded(parts.call(request, options), saving);
   };
   if (typeof files === 'function') {
     methods.files = function pathgateFiles(options) {
-      return guarded(source(files, options), false);
+      return guarded(files.call(request, options), false);
     };
   }
   if (typeof file === 'function') {
