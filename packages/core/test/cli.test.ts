@@ -200,6 +200,8 @@ describe('pathgate check (the built bin)', () => {
       'pathgate: cannot read --policy /nonexistent/p.json: ENOENT',
     ],
     [['check', '--policy', '/', 'a'], 'pathgate: cannot read --policy /: EISDIR'],
+    // An unset variable (`--policy "$POLICY"`) must not drop the file's root and rules unnoticed.
+    [['check', '--policy', '', '--rule', './a', 'a'], 'pathgate: cannot read --policy : ENOENT'],
   ])('exits 2 with a clear message on %j', (args, message) => {
     const run = pathgate(...args);
     expect(run.status).toBe(2);

@@ -83,7 +83,8 @@ function checkFileValues(file: PolicyFile): void {
 
 /** Builds the policy from the file and the flags; a bad policy throws a PolicyError with PermissionPolicy's message. */
 export function buildPolicy(command: CheckCommand): PermissionPolicy {
-  const file = command.policyFile ? readPolicyFile(command.policyFile) : {};
+  // `--policy ""` (an unset variable) is a file that cannot be read, not an absent flag.
+  const file = command.policyFile === undefined ? {} : readPolicyFile(command.policyFile);
   checkFileValues(file);
   // Each element is a rule PermissionPolicy checks (a non-string is its TypeError).
   const fileRules = (file.fs ?? []) as string[];
