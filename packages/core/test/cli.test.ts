@@ -191,6 +191,11 @@ describe('pathgate check (the built bin)', () => {
     [['check', '--rule', './x'], 'pathgate: no PATH to check'],
     [['check', '--mode', 'rw', 'a'], 'pathgate: --mode must be read or write'],
     [['check', '--bogus', 'a'], "pathgate: Unknown option '--bogus'"],
+    // A flag left without its value takes the next flag as one: Node's hint spans lines.
+    [
+      ['check', '--root', '--rule', './x', 'a'],
+      "pathgate: Option '--root' argument is ambiguous. Did you forget",
+    ],
     [['move', 'a'], 'pathgate: unknown command "move"'],
     [['check', '--root', '/a', '--root', '/b', 'x'], 'pathgate: --root given more than once'],
     [['check', '--mode', 'read', '--mode=write', 'x'], 'pathgate: --mode given more than once'],

@@ -55,7 +55,7 @@ export function parseCheckArgs(argv: readonly string[]): CheckCommand {
   try {
     parsed = parse(rest);
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(oneLine(error as NodeJS.ErrnoException));
   }
   const { values, positionals } = parsed;
   const mode = once(values.mode, 'mode') ?? 'read';
@@ -79,6 +79,15 @@ function once(values: string[] | undefined, flag: string): string | undefined {
   if (values !== undefined && values.length > 1)
     throw new UsageError(`--${flag} given more than once`);
   return values?.[0];
+}
+
+/**
+ * Node breaks the hint of a flag left without its value over lines, each of which would
+ * print as \u000a. That message holds only our flag names; one that quotes what the user
+ * typed (an unknown option) keeps its newlines, which the printer escapes.
+ */
+function oneLine({ code, message }: NodeJS.ErrnoException): string {
+  return code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? message.replaceAll('\n', ' ') : message;
 }
 
 function parse(args: string[]) {
