@@ -10,7 +10,7 @@ import type { StorageEngine } from 'multer';
 import { type PathgateHandler, routeMiddleware } from './middleware.js';
 import { createMulter, type PathgateMulter } from './multer.js';
 import type { PathgateMulterOptions } from './multer-options.js';
-import { type PathgateOptions, readOptions } from './options.js';
+import { misconfiguredOnce, type PathgateOptions, readOptions } from './options.js';
 import { makeDeny } from './reply.js';
 import { valuesReader } from './route-values.js';
 import { type DiskStorageOptions, safeDiskStorage } from './storage.js';
@@ -50,8 +50,9 @@ export function pathgate(options: PathgateOptions): Pathgate {
       const values = valuesReader(paths);
       return routeMiddleware({ guard, values, deny, settings, params: requiredParams(paths) });
     };
+  const ungated = misconfiguredOnce(settings);
   const diskStorage = (storageOptions?: DiskStorageOptions) =>
-    safeDiskStorage(policy.root, storageOptions);
+    safeDiskStorage(policy.root, storageOptions, ungated);
   return {
     policy,
     read: route('read'),

@@ -13,6 +13,15 @@ const readOnly = new WeakSet<Express.Multer.File>();
 /** Whether only a gate.read() checked the file's `pathgatePath`: a storage must not write there. */
 export const checkedForReading = (file: Express.Multer.File): boolean => readOnly.has(file);
 
+/** The files a report-only deny let through without a checked path. */
+const unchecked = new WeakSet<Express.Multer.File>();
+
+/**
+ * Whether a gate's multer let the file through unchecked (report-only): a
+ * file without `pathgatePath` that it did not is one no gate saw at all.
+ */
+export const letThroughUnchecked = (file: Express.Multer.File): boolean => unchecked.has(file);
+
 /**
  * The checked path, read-only: a user filter (or storage) that assigns
  * another throws instead of sending the file where no check looked.
@@ -39,8 +48,9 @@ export function pathgateFileFilter(userFilter: FileFilter | undefined): FileFilt
     if (decision.kind === 'skip') return cb(null, false);
     const stop = upload.stopsWith(decision);
     if (stop) return cb(stop);
-    if (decision.kind === 'allow') pinPath(file, decision.file.path, decision.write);
     // report-only goes on without a checked path: pathgate's storage writes nothing for it.
+    if (decision.kind === 'allow') pinPath(file, decision.file.path, decision.write);
+    else unchecked.add(file);
     let answered = false;
     const accept = ((error: Error | null, include?: boolean) => {
       // The first answer decides: multer would hand the one stream to storage

@@ -3,7 +3,8 @@ import { basename, dirname } from 'node:path';
 import { readOwn } from '@pathgate/core';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
-import { checkedForReading } from './file-filter.js';
+import { PathgateStorageError, STORAGE_CODES } from './errors.js';
+import { checkedForReading, letThroughUnchecked } from './file-filter.js';
 import { identityAt } from './file-identity.js';
 import { againIfGone, foldersHeldBy, type Held, removeEmptyFolders, whileHeld } from './folders.js';
 import { type RealPathOf, realPathsUnder } from './real-path.js';
@@ -158,6 +159,9 @@ async function store(req: Request, file: File, placement: Placement) {
   }
 }
 
+const UNGATED =
+  'a file no gate.multer() decided reached gate.diskStorage(), which has no checked path to write it to; pass the storage to gate.multer({ storage }), not to multer()';
+
 const READ_ONLY =
   'pathgate: a file only gate.read() checked reached the storage, which writes it; check uploads with gate.write()';
 
@@ -195,13 +199,25 @@ export const storesSettled = (req: Request): Promise<void> => requestStores.sett
  * two path lookups of that one system call goes unseen. Keep the upload
  * tree writable by this process only.
  */
-export function safeDiskStorage(root: string, options?: DiskStorageOptions): StorageEngine {
+export function safeDiskStorage(
+  root: string,
+  options: DiskStorageOptions | undefined,
+  warn: (req: Request, message: string) => void,
+): StorageEngine {
   const overwrite = readOverwrite(options);
   const realPaths = realPathsUnder(root);
   return {
     _handleFile(req: Request, file: File, callback) {
       const target = file.pathgatePath;
       if (target === undefined) {
+        // No gate.multer() saw it (a plain multer()): dropping it would be a 200 for nothing stored.
+        if (!letThroughUnchecked(file)) {
+          warn(req, UNGATED);
+          failWith(callback)(
+            new PathgateStorageError(STORAGE_CODES.FAILED, `pathgate: ${UNGATED}`),
+          );
+          return;
+        }
         discard(file).then((size) => callback(null, { size }), failWith(callback));
         return;
       }

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { denyBody, UNEXPECTED_FILE } from '@pathgate/core';
-import type express from 'express';
+import express from 'express';
 import multer from 'multer';
 import { describe, expect, it, vi } from 'vitest';
-import { type Pathgate, pathgate } from '../src/index.js';
+import { type Pathgate, type PathgateLogEntry, pathgate } from '../src/index.js';
 import {
+  entriesUnder,
   fieldPart,
   filePart,
   filesUnder,
@@ -12,7 +13,9 @@ import {
   multipart,
   onApp,
   request,
+  tempRoot,
   upload,
+  withServed,
 } from './helpers.js';
 
 // Where a gate and a gate.multer() middleware may sit: only a gate.multer()
@@ -340,5 +343,47 @@ describe("multer's own middleware on a gate.multer() instance, without the gate'
         expect(filesUnder(root)).toEqual([]);
       },
     );
+  });
+});
+
+describe('gate.diskStorage() given to a plain multer(), no gate.multer()', () => {
+  // Its files have no checked path: dropped as report-only's are, every
+  // upload would be a 200 with nothing stored.
+  it("fails each file (a 500 from Express's own error handler), stores nothing, and warns once", async () => {
+    const dir = tempRoot();
+    const logs: PathgateLogEntry[] = [];
+    let reached = 0;
+    try {
+      const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: (e) => logs.push(e) });
+      const storing = multer({ storage: gate.diskStorage() });
+      const app = express();
+      const answer: express.RequestHandler = (_req, res) => {
+        reached += 1;
+        res.json({});
+      };
+      app.post('/alone', storing.single('f'), answer);
+      // A gate after it checks the fields, never the files (see above).
+      app.post('/before', storing.any(), gate.write({ body: 't', under: 'uploads' }), answer);
+      await withServed(app, async ({ port }) => {
+        const alone = await upload(port, '/alone', [filePart('f', 'a.txt', 'lost?')]);
+        expect(alone.status).toBe(500);
+        expect(alone.text).toContain('gate.multer({ storage })');
+        const parts = [fieldPart('t', 'x'), filePart('f', 'b.txt')];
+        expect((await upload(port, '/before', parts)).status).toBe(500);
+        expect(alone.text).not.toContain(dir.root);
+      });
+      // No file, no temporary one, no folder made for them.
+      expect(entriesUnder(dir.root)).toEqual([]);
+      expect(reached).toBe(0);
+      expect(logs).toEqual([
+        expect.objectContaining({
+          event: 'misconfigured',
+          message: expect.stringContaining('not to multer()'),
+          url: '/alone',
+        }),
+      ]);
+    } finally {
+      dir.remove();
+    }
   });
 });
