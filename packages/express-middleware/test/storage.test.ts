@@ -108,12 +108,24 @@ function tree(dir: string): Record<string, string> {
   return entries;
 }
 
-/** A relative name of short segments that makes `${dir}/${name}` exactly `total` bytes long. */
-function pathOfBytes(dir: string, total: number): string {
-  const room = total - Buffer.byteLength(`${dir}/`);
-  const filled = `${'p'.repeat(199)}/`.repeat(Math.floor((room - 1) / 200));
-  return `${filled}${'q'.repeat(room - filled.length)}`;
+/**
+ * A relative name of short folders, then a file name of `last` bytes, that
+ * makes `${dir}/${name}` exactly `total` bytes long. The file name's length is
+ * set, not left to the temp dir's: the temporary name beside it counts too.
+ */
+function pathOfBytes(dir: string, total: number, last = 100): string {
+  const folders: string[] = [];
+  // Each folder takes its bytes and a slash; 1 byte left over would be a slash without a name.
+  for (let room = total - Buffer.byteLength(`${dir}/`) - last; room > 0; ) {
+    const size = room === 202 ? 199 : Math.min(200, room - 1);
+    folders.push('p'.repeat(size));
+    room -= size + 1;
+  }
+  return [...folders, 'q'.repeat(last)].join('/');
 }
+
+/** `.pathgate-<uuid>.part`, the file written beside the target until it is whole. */
+const TEMP_NAME = 51;
 
 describe('the safe disk storage refuses with an http-errors shaped 4xx, names no path, changes nothing', () => {
   let site: Site;
@@ -242,6 +254,15 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
       code: STORAGE_CODES.NAME_TOO_LONG,
       message: 'file name too long',
     },
+    {
+      // Its temporary name beside it, longer than its own, makes a path of 4096 bytes.
+      what: 'a path of 4055 bytes whose file name (10 bytes) is shorter than the temporary one',
+      route: '/keep',
+      filename: () => pathOfBytes(uploads, 4095 - TEMP_NAME + 10 + 1, 10),
+      status: 400,
+      code: STORAGE_CODES.NAME_TOO_LONG,
+      message: 'file name too long',
+    },
   ];
 
   for (const refusal of refusals) {
@@ -271,7 +292,7 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
     });
   }
 
-  it('a name of exactly 255 bytes and a path of exactly 4095 bytes are stored', async () => {
+  it('a name of exactly 255 bytes, a path of exactly 4095 bytes, and one whose temporary path is, are stored', async () => {
     const longest = `${'é'.repeat(125)}.txt!`;
     expect(Buffer.byteLength(longest)).toBe(255);
     const name = await site.send('/keep', [filePart('f', longest, 'fits')]);
@@ -282,6 +303,12 @@ describe('the safe disk storage refuses with an http-errors shaped 4xx, names no
     expect(res.status).toBe(200);
     expect(Buffer.byteLength(join(uploads, path))).toBe(4095);
     expect(readFileSync(join(uploads, path), 'utf8')).toBe('fits too');
+    // A short file name: its temporary name makes a path of exactly 4095 bytes.
+    const short = pathOfBytes(uploads, 4095 - TEMP_NAME + 10, 10);
+    const beside = await site.send('/keep', [filePart('f', short, 'fits beside')]);
+    expect(beside.status).toBe(200);
+    expect(Buffer.byteLength(join(uploads, short))).toBe(4054);
+    expect(readFileSync(join(uploads, short), 'utf8')).toBe('fits beside');
   });
 
   it('a root that is no longer a directory: 403 PATHGATE_NOT_A_DIRECTORY, not a raw fs error', async () => {
