@@ -471,6 +471,39 @@ describe('reportOnly with multer', () => {
     );
   });
 
+  it.each([
+    ['before', 0],
+    ['after', 1],
+  ])(
+    "a report-only gate's would-be deny %s another report-only gate's allow: the file goes on unchecked, not stored at the allowed path",
+    async (_where, at) => {
+      const seen: string[] = [];
+      await onApp(
+        (root, app) => {
+          const rollout = (fs: string[]) =>
+            pathgate({
+              root,
+              fs,
+              reportOnly: true,
+              log: () => {},
+              onDeny: (d) => void seen.push(d.label),
+            });
+          const a = { file: 'a', under: 'uploads' } as const;
+          const gates = [rollout(['rw:uploads/**']).write(a)];
+          const narrow = rollout(['rw:uploads/*.png']);
+          gates.splice(at, 0, narrow.write(a));
+          app.post('/up', ...gates, narrow.multer().array('a'), answerFiles);
+        },
+        async (port, root) => {
+          // The wide gate checked uploads/x.exe, a path the narrow one, enforcing, would refuse.
+          const res = await upload(port, '/up', [filePart('a', 'x.exe')]);
+          expect([res.status, res.json]).toEqual([200, [{ file: 'x.exe', path: null }]]);
+          expect([seen, filesUnder(root)]).toEqual([['file a'], []]);
+        },
+      );
+    },
+  );
+
   it('the only file, would-be denied, is reported once, not as missing too', async () => {
     await onUploads(async (port, _root, { seen, logs }) => {
       const res = await upload(port, '/up', [filePart('a', '../../evil.js')]);
