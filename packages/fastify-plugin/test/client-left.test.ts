@@ -46,7 +46,7 @@ describe('a read begun after the client hung up mid-body', () => {
     // Little enough that the server reads it all, unpaused, and so sees the hang-up.
     await hangUp(s.port, '/wait', body, 1024);
     await vi.waitFor(() => expect(s.settled).toEqual(['failed: FST_MP_PREMATURE_CLOSE']), {
-      timeout: 1000,
+      timeout: 4000,
     });
     expect(filesIn(s.root)).toEqual([]);
     expect(filesIn(s.spool)).toEqual([]);
