@@ -155,6 +155,13 @@ describe('where the frameworks read a request differently (README, "The same req
         status: 200,
         body: { pathgate: expect.objectContaining({ headers: { referer: `${ROOT}/docs/a` } }) },
       });
+      // A Referer beside an empty Referrer: both check the Referer alone, and allow it.
+      const beside: Sent = { path: '/ref', headers: { referer: 'docs/a', referrer: '' } };
+      const answers = await Promise.all([
+        send(referrer.fastify.port, beside),
+        send(referrer.express.port, beside),
+      ]);
+      expect(answers).toEqual([fromExpress, fromExpress]);
     } finally {
       await referrer.close();
     }

@@ -23,9 +23,13 @@ const namesReferer = (spec: object): boolean => {
  * request sent under either name (one value, or both when they differ):
  * `req.get('referer')` answers a Referrer header, so a check of the
  * Referer header alone would let the handler read a path never checked.
+ * An empty value is no path, and `req.get()` reads past it: kept in the
+ * list, it denied (missing-path) the other name's allowed value.
  */
 function refererHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const sent = [headers.referrer, headers.referer].filter((value) => value !== undefined);
+  const sent = [headers.referrer, headers.referer].filter(
+    (value) => value !== undefined && value !== '',
+  );
   const values = [...new Set(sent)];
   if (values.length === 0) return headers;
   const value = values.length === 1 ? values[0] : (values as string[]);

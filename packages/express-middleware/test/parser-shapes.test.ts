@@ -525,6 +525,25 @@ describe('referer and referrer: one header to req.get(), both are checked', () =
       { referer: 'docs/a', referrer: 'docs/b' },
       { raw: 'docs/b', checked: [`${ROOT}/docs/b`, `${ROOT}/docs/a`] },
     ],
+    // An empty value is no path: `req.get()` reads past it (`referrer || referer`).
+    [
+      'Referer, beside an empty Referrer',
+      '/referer',
+      { referer: 'docs/a', referrer: '' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    ],
+    [
+      'Referrer, beside an empty Referer',
+      '/referer',
+      { referer: '', referrer: 'docs/a' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    ],
+    [
+      'both empty',
+      '/referer',
+      { referer: '', referrer: '' },
+      { reason: 'missing-path', label: 'headers.referer' },
+    ],
     ['neither', '/referer', {}, { reason: 'missing-path', label: 'headers.referer' }],
   ];
   it.each(ROWS)('%s: %s', (_name, path, headers, want) => expectShape(path, { headers }, want));
