@@ -91,6 +91,21 @@ function walk(text: string, base: CanonicalPath): CanonicalPath {
   return { path: `${prefix}/${text.slice(keptFrom)}`, segments };
 }
 
+const ignore = (): void => {};
+
+/**
+ * A resolver that is async by mistake answers a promise, which is denied and
+ * dropped: its rejection, unhandled, would end the process (Node's default),
+ * so a request could crash the server. A `then` that throws settles nothing.
+ */
+function settleDropped(answer: unknown): void {
+  if ((typeof answer !== 'object' && typeof answer !== 'function') || answer === null) return;
+  try {
+    const { then } = answer as { then?: unknown };
+    if (typeof then === 'function') then.call(answer, ignore, ignore);
+  } catch {}
+}
+
 /** Step 8: the resolver's answer is distrusted and normalized again (steps 2–7). */
 function resolveStep(lexical: CanonicalPath, resolve: (path: string) => string): Canonical {
   let resolved: unknown;
@@ -100,6 +115,7 @@ function resolveStep(lexical: CanonicalPath, resolve: (path: string) => string):
     return { ok: false, reason: 'resolve-failed' };
   }
   if (typeof resolved !== 'string' || !resolved.startsWith('/')) {
+    settleDropped(resolved);
     return { ok: false, reason: 'resolve-failed' };
   }
   const text = readText(resolved);
