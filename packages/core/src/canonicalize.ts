@@ -134,6 +134,19 @@ export function canonicalizeText(
   return resolve !== undefined ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
 }
 
+/**
+ * A build error's words for a root that does not canonicalize. A resolver's
+ * failure says what the resolver must answer: an `async` one fails here
+ * with nothing else to tell it from a resolver that threw.
+ */
+export function rootFailure(reason: CanonicalizeFailure): string {
+  const hint =
+    reason === 'resolve-failed'
+      ? ': the resolver threw, or did not answer an absolute path synchronously'
+      : '';
+  return `root must canonicalize to an absolute path (${reason}${hint})`;
+}
+
 /** The root's own steps: 1–4, absolute or `relative-root`, 5–8. */
 export function canonicalizeRoot(
   root: unknown,

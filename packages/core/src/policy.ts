@@ -1,4 +1,9 @@
-import { type CanonicalizeOptions, type CanonicalPath, canonicalizeRoot } from './canonicalize.js';
+import {
+  type CanonicalizeOptions,
+  type CanonicalPath,
+  canonicalizeRoot,
+  rootFailure,
+} from './canonicalize.js';
 import { readOwn } from './own-key.js';
 import { PrefixRules } from './prefix-rules.js';
 import { type CompiledRule, compileRule } from './rule.js';
@@ -58,7 +63,7 @@ function readRoot(options: object, resolve: CompiledPolicy['resolve']): Canonica
   if (typeof text !== 'string')
     fail(`root must be a string, got ${text === null ? 'null' : typeof text}`);
   const result = canonicalizeRoot(text, resolve);
-  if (!result.ok) fail(`root must canonicalize to an absolute path (${result.reason})`);
+  if (!result.ok) fail(rootFailure(result.reason));
   return result.value;
 }
 

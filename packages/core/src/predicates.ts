@@ -5,6 +5,7 @@ import {
   canonicalizeValue,
   isWithin,
   resolverOf,
+  rootFailure,
 } from './canonicalize.js';
 import { MISSING, requireSelector, type Selector, selectValues } from './selector.js';
 
@@ -27,7 +28,7 @@ function prepare(name: string, selector: Selector, root: string, options?: Canon
   }
   const base = canonicalizeRoot(root, resolve);
   if (!base.ok) {
-    throw new TypeError(`${name}: root must canonicalize to an absolute path (${base.reason})`);
+    throw new TypeError(`${name}: ${rootFailure(base.reason)}`);
   }
   const compiled = requireSelector(selector, `${name}: selector`);
   const { path }: CanonicalPath = base.value;

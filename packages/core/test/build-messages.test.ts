@@ -27,6 +27,10 @@ const policy = (options: unknown) => () => new PermissionPolicy(options as Permi
 
 type Row = readonly [name: string, options: unknown, message: string];
 
+/** A root the resolver fails on: the message says what it must answer (an `async` one fails so). */
+const RESOLVER_FAILED =
+  'root must canonicalize to an absolute path (resolve-failed: the resolver threw, or did not answer an absolute path synchronously)';
+
 describe('PermissionPolicy: option messages', () => {
   const fs = { permissions: { fs: [] } };
   const ROWS: readonly Row[] = [
@@ -51,6 +55,11 @@ describe('PermissionPolicy: option messages', () => {
       'root with NUL',
       { ...fs, root: '/srv\0' },
       'PermissionPolicy: root must canonicalize to an absolute path (nul-byte)',
+    ],
+    [
+      'an async resolver',
+      { ...fs, root: '/srv', resolve: async (path: string) => path },
+      `PermissionPolicy: ${RESOLVER_FAILED}`,
     ],
     ['dot a number', { ...fs, dot: 1 }, 'PermissionPolicy: dot must be a boolean'],
     ['resolve a string', { ...fs, resolve: 'x' }, 'PermissionPolicy: resolve must be a function'],
@@ -216,7 +225,13 @@ describe('inside and escapes: build messages name the builder', () => {
             throw new Error('no');
           },
         }),
-      message: `${name}: root must canonicalize to an absolute path (resolve-failed)`,
+      message: `${name}: ${RESOLVER_FAILED}`,
+    },
+    {
+      name,
+      what: 'an async resolver',
+      build: () => builders[name]('p', '/srv', { resolve: async (path: string) => path } as never),
+      message: `${name}: ${RESOLVER_FAILED}`,
     },
     {
       name,
