@@ -33,6 +33,12 @@ function paddedPolicy(size: number): string {
 
 const RULES = ['--root', '/srv/files', '--rule', './public/**', '--rule', 'rw:./uploads/*'];
 
+/** Bidi controls: a right-to-left override shows `public/\u202etxt.exe` as `public/exe.txt`. */
+const BIDI = ['public/\u202etxt.exe', 'public/\u2066a\u2069', 'public/\u200fb\u061c'];
+
+/** What must not reach the output raw: DEL, C1, NEL, LS, PS and the bidi controls. */
+const RAW_UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
 describe('pathgate check (the built bin)', () => {
   let dir: string;
   beforeAll(() => {
@@ -101,19 +107,21 @@ describe('pathgate check (the built bin)', () => {
     ]);
   });
 
-  it('escapes the other control characters and line separators too: U+007F-U+009F, U+2028, U+2029', () => {
+  it('escapes the other control characters and line separators too: U+007F-U+009F, U+2028, U+2029, bidi', () => {
     // NEL, LS and PS end a line for Unicode-aware readers (Python's splitlines); DEL and
-    // the C1 controls (CSI is U+009B) drive terminals. None may reach the output raw.
+    // the C1 controls (CSI is U+009B) drive terminals; bidi controls reorder what a
+    // reader sees. None may reach the output raw.
     const inputs = [
       'public/a\u0085allow',
       'public/b\u2028c',
       'public/d\u2029e',
       'public/f\u007f',
       'public/\u009b2Kg',
+      ...BIDI,
     ];
     const run = pathgate('check', ...RULES, ...inputs);
     expect(run.status).toBe(0);
-    expect(run.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029]/);
+    expect(run.stdout).not.toMatch(RAW_UNSAFE);
     const lines = run.stdout.split('\n');
     expect(lines).toHaveLength(inputs.length + 1);
     inputs.forEach((input, i) => {
@@ -149,12 +157,18 @@ describe('pathgate check (the built bin)', () => {
     });
   });
 
-  it('--json escapes them too: the document parses the same, with no raw C1, NEL, LS or PS', () => {
+  it('--json escapes them too: the document parses the same, with no raw C1, NEL, LS, PS or bidi', () => {
     // The JSON goes to a terminal or a line reader as often as the text does.
-    const inputs = ['public/a\u0085allow', 'public/b\u2028c', 'public/\u009b2Kg', 'public/f\u007f'];
+    const inputs = [
+      'public/a\u0085allow',
+      'public/b\u2028c',
+      'public/\u009b2Kg',
+      'public/f\u007f',
+      ...BIDI,
+    ];
     const run = pathgate('check', ...RULES, '--json', ...inputs);
     expect(run.status).toBe(0);
-    expect(run.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029]/);
+    expect(run.stdout).not.toMatch(RAW_UNSAFE);
     const { results } = JSON.parse(run.stdout) as { results: { input: string; path: string }[] };
     expect(results.map((r) => [r.input, r.path])).toEqual(
       inputs.map((input) => [input, `/srv/files/${input}`]),
@@ -325,18 +339,19 @@ describe('pathgate check (the built bin)', () => {
   it('escapes control characters and line separators on stderr too: a policy file or a flag chose them', () => {
     // A rule from a file in a pull request reaches a CI log through the error message.
     const file = join(dir, 'controls.json');
-    writeFileSync(file, JSON.stringify({ fs: ['wr:\u009b2J\u2028forged'] }));
+    writeFileSync(file, JSON.stringify({ fs: ['wr:\u009b2J\u2028forged\u202e'] }));
     const run = pathgate('check', '--policy', file, '--mode', 'x\u001b[2J\u0085', 'a');
     expect(run.status).toBe(2);
     expect(run.stderr.split('\n')[0]).toBe(
       'pathgate: --mode must be read or write, got "x\\u001b[2J\\u0085"',
     );
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what must not appear.
-    expect(run.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/);
+    expect(run.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(run.stderr).not.toMatch(RAW_UNSAFE);
     const fromFile = pathgate('check', '--policy', file, 'a');
     expect(fromFile.status).toBe(2);
     expect(fromFile.stderr).toBe(
-      'pathgate: rule 1 "wr:\\u009b2J\\u2028forged": unknown prefix "wr" (use "r:" or "rw:")\n',
+      'pathgate: rule 1 "wr:\\u009b2J\\u2028forged\\u202e": unknown prefix "wr" (use "r:" or "rw:")\n',
     );
   });
 

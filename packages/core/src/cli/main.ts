@@ -9,14 +9,15 @@ type Decision = { input: string } & CheckResult;
 
 /**
  * What JSON.stringify leaves raw but a reader of lines must not see: DEL and the C1
- * controls (CSI drives a terminal), and NEL, LS and PS, which end a line for
- * Unicode-aware readers (Python's splitlines) and would forge one.
+ * controls (CSI drives a terminal); NEL, LS and PS, which end a line for
+ * Unicode-aware readers (Python's splitlines) and would forge one; and the bidi
+ * controls, which make a terminal or a CI log show a path's characters in an
+ * order other than the checked one (`public/\u202etxt.exe` shows as `public/exe.txt`).
  */
-const UNSAFE = /[\u007f-\u009f\u2028\u2029]/g;
+const UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** What a one-line message must not hold raw: UNSAFE and the C0 controls (ESC, CR, LF). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it escapes.
-const UNSAFE_IN_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const UNSAFE_IN_LINE = new RegExp(`[\\u0000-\\u001f${UNSAFE.source.slice(1)}`, 'g');
 
 const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
