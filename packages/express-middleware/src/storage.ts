@@ -159,11 +159,27 @@ async function store(req: Request, file: File, placement: Placement) {
   }
 }
 
-const UNGATED =
-  'a file no gate.multer() decided reached gate.diskStorage(), which has no checked path to write it to; pass the storage to gate.multer({ storage }), not to multer()';
+/**
+ * The setup mistakes that bring a file here with no path this storage may
+ * write: each a 500 whose message says what to fix (it names no path).
+ */
+const MISTAKES = {
+  ungated:
+    'a file no gate.multer() decided reached gate.diskStorage(), which has no checked path to write it to; pass the storage to gate.multer({ storage }), not to multer()',
+  readOnly:
+    'a file only gate.read() checked reached the storage, which writes it; check uploads with gate.write()',
+  otherRoot:
+    "a file checked by another gate's policy (another root) reached this gate's storage, which cannot vouch for its folders; use that gate's multer()",
+} as const;
 
-const READ_ONLY =
-  'pathgate: a file only gate.read() checked reached the storage, which writes it; check uploads with gate.write()';
+/** Which setup mistake, other than `ungated`, brought a checked file here, if one did. */
+function setupMistake(file: File, target: string, root: string): string | undefined {
+  // The policy may let it be read there, not written.
+  if (checkedForReading(file)) return MISTAKES.readOnly;
+  // The walk could not vouch for the folders under another root.
+  if (root !== '/' && !target.startsWith(`${root}/`)) return MISTAKES.otherRoot;
+  return undefined;
+}
 
 /**
  * Answers multer with the storage's error (`storageError`): whatever leaves
@@ -208,24 +224,20 @@ export function safeDiskStorage(
   const realPaths = realPathsUnder(root);
   return {
     _handleFile(req: Request, file: File, callback) {
+      // Dropping the file would be a 200 for nothing stored; writing it, a write no check allowed.
+      const refuseSetup = (mistake: string) => {
+        warn(req, mistake);
+        callback(new PathgateStorageError(STORAGE_CODES.FAILED, `pathgate: ${mistake}`));
+      };
       const target = file.pathgatePath;
       if (target === undefined) {
-        // No gate.multer() saw it (a plain multer()): dropping it would be a 200 for nothing stored.
-        if (!letThroughUnchecked(file)) {
-          warn(req, UNGATED);
-          failWith(callback)(
-            new PathgateStorageError(STORAGE_CODES.FAILED, `pathgate: ${UNGATED}`),
-          );
-          return;
-        }
+        // Report-only's unchecked file is read and dropped, as the deny it reports would have.
+        if (!letThroughUnchecked(file)) return refuseSetup(MISTAKES.ungated);
         discard(file).then((size) => callback(null, { size }), failWith(callback));
         return;
       }
-      // The policy may let it be read there, not written (a server misconfiguration: a 500).
-      if (checkedForReading(file)) {
-        failWith(callback)(new Error(READ_ONLY));
-        return;
-      }
+      const mistake = setupMistake(file, target, root);
+      if (mistake !== undefined) return refuseSetup(mistake);
       const held = foldersHeldBy(req);
       const placement = { root, target, overwrite, realPaths, held };
       void whileHeld(held, () =>

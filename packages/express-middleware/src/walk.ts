@@ -22,7 +22,8 @@ const PATH_MAX = 4096;
  * too long for the file system is refused first, so no empty directory is
  * left for it. Holds each directory it makes at once, so those it made
  * before a failure further down (no inode left) are removed too, and each
- * one it enters that another upload in flight made (`makeAndHold`).
+ * one it enters that another upload in flight made (`makeAndHold`). The
+ * target lies below the root: the storage refused one under another root.
  */
 export async function ensureParent(
   root: string,
@@ -30,13 +31,6 @@ export async function ensureParent(
   held: Held,
   realPathOf: RealPathOf,
 ): Promise<void> {
-  // A path another gate's policy checked, under another root: the walk below
-  // could not vouch for its directories (a server misconfiguration: a 500).
-  if (root !== '/' && !target.startsWith(`${root}/`)) {
-    throw new Error(
-      "pathgate: a file checked by another gate's policy (another root) reached this gate's storage; use that gate's multer()",
-    );
-  }
   const tooLong =
     Buffer.byteLength(target) >= PATH_MAX ||
     target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX);

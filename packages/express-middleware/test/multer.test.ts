@@ -841,9 +841,10 @@ describe('a gate.multer() storage and a gate of another root', () => {
       const res = await upload(s.port, '/up', [filePart('f', 'a.txt')]);
       expect(res.status).toBe(500);
       expect(errors.calls).toHaveLength(1);
-      // The cause, for the logs, says what to fix.
+      // The message says what to fix, as for every setup mistake the storage meets.
       expect(errors.calls[0]).toMatchObject({
-        cause: { message: expect.stringMatching(/another root/) },
+        code: 'PATHGATE_STORAGE_FAILED',
+        message: expect.stringMatching(/another root/),
       });
       expect(res.text).not.toContain(two.root);
       expect(res.text).not.toContain(one.root);
@@ -860,7 +861,7 @@ describe('a gate.multer() storage and a gate of another root', () => {
 describe('a gate.multer() storage and a gate.read() file spec', () => {
   // docs/ is read-only to the policy: a file there was checked for reading, never for writing.
   const build = (root: string, app: express.Express) => {
-    const gate = pathgate({ root, fs: ['rw:uploads/**', 'docs/**'], log: () => {} });
+    const gate = pathgate({ root, fs: ['rw:uploads/**', 'docs/**'], log: (e) => logs.push(e) });
     const up = gate.multer();
     const answer: express.RequestHandler = (req, res) => {
       res.json({ path: req.file?.pathgatePath, files: req.pathgate?.files });
@@ -869,7 +870,7 @@ describe('a gate.multer() storage and a gate.read() file spec', () => {
     const docs = { file: 'avatar', under: 'docs' } as const;
     app.post('/read', gate.read(docs), up.single('avatar'), answer);
     app.post('/write-read', gate.write(avatar), gate.read(docs), up.single('avatar'), answer);
-    const rollout = pathgate({ root, fs: ['docs/**'], reportOnly: true, log: () => {} });
+    const rollout = pathgate({ root, fs: ['docs/**'], reportOnly: true, log: (e) => logs.push(e) });
     app.post('/report-read', rollout.read(docs), rollout.multer().single('avatar'), answer);
   };
 
@@ -885,10 +886,17 @@ describe('a gate.multer() storage and a gate.read() file spec', () => {
         expect(errors).toHaveLength(1);
         expect(errors[0]).toMatchObject({
           code: 'PATHGATE_STORAGE_FAILED',
-          cause: { message: expect.stringMatching(/gate\.read\(\)/) },
+          message: expect.stringMatching(/gate\.read\(\)/),
         });
         expect(res.text).not.toContain(root);
         expect(filesUnder(root)).toEqual([]);
+        // Logged as a wiring mistake, as a file no gate.multer() decided is.
+        expect(logs).toContainEqual(
+          expect.objectContaining({
+            event: 'misconfigured',
+            message: expect.stringMatching(/gate\.read\(\)/),
+          }),
+        );
       });
     },
   );
