@@ -50,7 +50,10 @@ describe('pathgate check (the built bin)', () => {
   it('an unexpected error is exit 3, never 1: a script that expects a deny must not pass on a crash', () => {
     // A preloaded module breaks the output step, as a bug in the tool would.
     const breaker = join(dir, 'breaker.mjs');
-    writeFileSync(breaker, "console.log = () => { throw new RangeError('broken output'); };\n");
+    writeFileSync(
+      breaker,
+      "process.stdout.write = () => { throw new RangeError('broken output'); };\n",
+    );
     const run = spawnSync(
       process.execPath,
       ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
@@ -62,7 +65,10 @@ describe('pathgate check (the built bin)', () => {
 
   it('a TypeError from a bug is exit 3 too: only a bad policy or usage is exit 2', () => {
     const breaker = join(dir, 'type-breaker.mjs');
-    writeFileSync(breaker, "console.log = () => { throw new TypeError('broken output'); };\n");
+    writeFileSync(
+      breaker,
+      "process.stdout.write = () => { throw new TypeError('broken output'); };\n",
+    );
     const run = spawnSync(
       process.execPath,
       ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
@@ -243,6 +249,37 @@ describe('pathgate check (the built bin)', () => {
     expect(stdout).toMatch(
       /Exit status: 0 when [^.]*, 1 when [^.]*, 2 on [^.]*, 3 on an internal error/,
     );
+  });
+
+  it.each([
+    ['the lines', ['check', ...RULES, 'public/a']],
+    ['--json', ['check', ...RULES, '--json', 'public/a']],
+    ['--help', ['--help']],
+  ])('exits 2 when the output cannot take %s (a full disk), saying so', (_what, args) => {
+    // Exit 0 with nothing written: a script would go on with an empty report.
+    const run = spawnBin('sh', ['-c', '"$@" > /dev/full', 'sh', process.execPath, BIN, ...args]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toBe(
+      'pathgate: cannot write the output: ENOSPC: no space left on device, write\n',
+    );
+  });
+
+  it('a reader that stops reading early (| head) is no error: the exit status is the decision', () => {
+    // Far more than a pipe holds, so the bin writes after the reader left (EPIPE).
+    const paths = Array.from({ length: 3000 }, (_, i) => `public/${i}`);
+    const script = `"$@" | head -c 1 > /dev/null; echo "\${PIPESTATUS[0]}"`;
+    const run = spawnBin('bash', [
+      '-c',
+      script,
+      'bash',
+      process.execPath,
+      BIN,
+      'check',
+      ...RULES,
+      ...paths,
+    ]);
+    expect(run.stdout).toBe('0\n');
+    expect(run.stderr).toBe('');
   });
 
   it('a "--help" after "--" is a PATH', () => {

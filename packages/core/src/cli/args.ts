@@ -29,8 +29,8 @@ the decision, the reason, the canonical path and the rule that decided.
   --json                one JSON document instead of text
 
 Exit status: 0 when every path is allowed, 1 when any is denied, 2 on a usage
-or policy error, 3 on an internal error (a bug). A PATH that begins with "-"
-goes after "--".
+or policy error or output that could not be written, 3 on an internal error (a
+bug). A PATH that begins with "-" goes after "--".
 \`pathgate --help\` prints this text.`;
 
 /** A usage problem: printed with the usage text, exit status 2. */

@@ -42,9 +42,28 @@ function line({ input, ...result }: Decision): string {
   return `${verdict.padEnd(28)} ${quote(input)}${canonical}${rule}`;
 }
 
+/**
+ * Output the answer could not take (a full disk) is an exit 2 with the
+ * error: a script would read the decision's status and go on with an empty
+ * report. A reader that stopped reading (EPIPE: `| head -1`, `| grep -q`)
+ * took what it wanted. The stream is done after its first error.
+ */
+let outputFailed = false;
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (outputFailed) return;
+  outputFailed = true;
+  if (error.code === 'EPIPE') return;
+  console.error(`pathgate: cannot write the output: ${error.message}`);
+  process.exitCode = 2;
+});
+
+function print(text: string): void {
+  if (!outputFailed) process.stdout.write(`${text}\n`);
+}
+
 function run(argv: readonly string[]): number {
   if (wantsHelp(argv)) {
-    console.log(USAGE);
+    print(USAGE);
     return 0;
   }
   const command = parseCheckArgs(argv);
@@ -54,9 +73,9 @@ function run(argv: readonly string[]): number {
     ...checkFs(policy, input, command.mode),
   }));
   if (command.json) {
-    console.log(safeJson({ root: policy.root, mode: command.mode, results }, 2));
+    print(safeJson({ root: policy.root, mode: command.mode, results }, 2));
   } else {
-    for (const decision of results) console.log(line(decision));
+    for (const decision of results) print(line(decision));
   }
   return results.every((r) => r.outcome === 'allow') ? 0 : 1;
 }
