@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { readText } from '../src/canonicalize.js';
 import { compiledOf, decideText } from '../src/check-fs.js';
 import { checkFs, PermissionPolicy, resolveSymlinks } from '../src/index.js';
+import { MAX_PREFIX_RULES } from '../src/prefix-rules.js';
 
 // The text-only check (prefix-rules.ts) must give the general matcher's answer, rule and
 // canonical path included, wherever it answers at all: on random policies of the shapes it
@@ -154,6 +155,19 @@ describe('prefix rules: the text-only check', () => {
       resolve: resolveSymlinks,
     });
     expect(compiledOf(resolved, 'test').prefixRules).toBeUndefined();
+  });
+
+  it('leaves a policy of many rules to the rule index: a miss would test every one of them', () => {
+    // 10,000 directory rules: the text check tested each, 28 µs a miss against 0.3 µs by the index.
+    const dirs = (n: number) => Array.from({ length: n }, (_, i) => `rw:./u${i}/**`);
+    expect(compiled('/srv', dirs(MAX_PREFIX_RULES)).prefixRules).toBeDefined();
+    expect(compiled('/srv', dirs(MAX_PREFIX_RULES + 1)).prefixRules).toBeUndefined();
+    // Each brace alternative is one more prefix to test.
+    const braced = `./{${dirs(MAX_PREFIX_RULES + 1).join(',')}}/**`.replaceAll('rw:./', '');
+    expect(compiled('/srv', [braced]).prefixRules).toBeUndefined();
+    const policyOf = new PermissionPolicy({ root: '/srv', permissions: { fs: dirs(10_000) } });
+    expect(checkFs(policyOf, 'u9999/a', 'write')).toMatchObject({ outcome: 'allow' });
+    expect(checkFs(policyOf, 'zz/a', 'read')).toMatchObject({ reason: 'path-not-in-allowlist' });
   });
 
   it('declines every value that is not its own canonical path below the root', () => {
