@@ -16,7 +16,10 @@
  */
 
 export interface LingerOptions {
-  /** Longest time to keep reading after the answer, in ms. Default 2000. */
+  /**
+   * Longest time to keep reading after the answer, in ms (a timer holds
+   * 2³¹ - 1 at most: a longer one waits that long). Default 2000.
+   */
   lingerMs?: number;
   /** Most bytes to read and drop after the answer. Default 64 MiB. */
   lingerBytes?: number;
@@ -81,6 +84,9 @@ const NO_ERROR = 0;
 export const DEFAULT_LINGER_MS = 2000;
 export const DEFAULT_LINGER_BYTES = 64 * 1024 * 1024;
 
+/** The longest delay a Node timer holds: it fires a longer one after 1 ms instead. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const armed = new WeakSet<object>();
 
 /** The socket or stream a drain reads from: its close ends the drain. */
@@ -101,7 +107,7 @@ function drain(
     clearTimeout(timer);
     stop();
   };
-  const timer = setTimeout(halt, ms);
+  const timer = setTimeout(halt, Math.min(ms, MAX_TIMER_MS));
   timer.unref();
   closing.once('close', () => clearTimeout(timer));
   req.on('error', () => {});

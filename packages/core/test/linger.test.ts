@@ -158,6 +158,13 @@ describe('lingerClose, HTTP/1.1', () => {
     expect([done.responses.length, done.closed]).toEqual([1, false]);
   });
 
+  it('keeps reading with a lingerMs past what a Node timer holds (2³¹ - 1 ms), not 1 ms', async () => {
+    // setTimeout takes a longer delay as 1 ms: the close came at once, a reset for the client.
+    const { port } = await serve({ lingerMs: 2 ** 31, lingerBytes: 10_000 });
+    const done = await exchange(port, [more(1000), more(1000)], { timeoutMs: 500 });
+    expect([done.responses.length, done.closed]).toEqual([1, false]);
+  });
+
   it('closes past lingerBytes, or after lingerMs, though the client has not ended', async () => {
     // The client sees the close when it writes after it: a reset, then EPIPE.
     const bytes = await serve({ lingerMs: 60_000, lingerBytes: 1000 });
