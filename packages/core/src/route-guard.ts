@@ -7,7 +7,7 @@ import {
   decide,
   type FsAccessMode,
 } from './check-fs.js';
-import { setOwn } from './own-key.js';
+import { readOwn, setOwn } from './own-key.js';
 import type { CompiledPolicy, PermissionPolicy } from './policy.js';
 import { checkRecordKeys } from './record-keys.js';
 import {
@@ -425,7 +425,9 @@ export function compileRouteGuard(
       : '';
     fail(`unknown key "${key}" (use mode and paths${where})`);
   }
-  const { mode, paths } = options as Partial<RouteGuardOptions>;
+  // Own keys, as in each spec: a polluted Object.prototype must not complete a declaration.
+  const mode = readOwn(options, 'mode');
+  const paths = readOwn(options, 'paths');
   if (mode !== 'read' && mode !== 'write') fail('mode must be "read" or "write"');
   if (!Array.isArray(paths) || paths.length === 0) fail('paths must be a non-empty array');
   // `under` is literal text like the root: relative to the root, or absolute; inside it either way.

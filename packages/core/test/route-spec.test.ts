@@ -182,6 +182,17 @@ describe('path specs are read as own keys', () => {
     });
   });
 
+  it('an inherited mode or paths does not complete a route declaration', () => {
+    polluted({ mode: 'write', paths: [{ body: 'to', optional: true }] }, () => {
+      expect(() => guardOn('/srv', ['rw:docs/**'], { paths: [{ query: 'file' }] })).toThrow(
+        'pathgate: route PUT /files: mode must be "read" or "write"',
+      );
+      expect(() => guardOn('/srv', ['rw:docs/**'], { mode: 'read' })).toThrow(
+        'pathgate: route PUT /files: paths must be a non-empty array',
+      );
+    });
+  });
+
   it('an inherited source is not a second source', () => {
     polluted({ body: 'from' }, () => {
       const guard = guardOn('/srv', ['docs/**'], { mode: 'read', paths: [{ query: 'file' }] });
