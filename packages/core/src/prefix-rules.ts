@@ -42,11 +42,11 @@ function matches(rule: PrefixRule, text: string, start: number): boolean {
  * are few (MAX_PREFIX_RULES) and each is a directory with everything below
  * it (`./public/**`), a directory's entries (`./uploads/*`) or one literal
  * path, and a value is plain (below the root, relative or absolute, ASCII
- * without NUL, no empty, `.`, `..` or dot-led segment), the value is its own canonical path and a rule matches
- * exactly when its literal root is a prefix of the text ending at a `/`.
- * Deciding there, with no split into segments and no walk of the rule
- * index, touches a few objects per check, which is what a check costs in a
- * loaded server. The answer, rule included, is the general matcher's
+ * without NUL, no empty, `.`, `..` or dot-led segment), the value is its
+ * own canonical path and a rule matches exactly when its literal root is a
+ * prefix of the text ending at a `/`. Deciding there, with no split into
+ * segments and no walk of the rule index, touches a few objects per check,
+ * which is what a check costs in a loaded server. The answer, rule included, is the general matcher's
  * (prefix-rules.test.ts compares the two on random policies and paths);
  * other values go to it.
  */
