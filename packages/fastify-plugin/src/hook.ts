@@ -117,6 +117,17 @@ function reportAll(
 }
 
 /**
+ * The first params, query or headers value that is there before the body
+ * is read, and denied. A missing one is left to the full check: a schema
+ * default or a `preValidation` hook may still fill it.
+ */
+function earlyDenial(request: FastifyRequest, guard: RouteGuard): PathDenial | undefined {
+  const denials: PathDenial[] = [];
+  guard.checkRequest(request, guard.newInfo(), BEFORE_BODY, denials);
+  return denials.find((denial) => denial.reason !== 'missing-path');
+}
+
+/**
  * On routes that declare files, in `onRequest`: params, query and headers
  * are checked at once (with attachFieldsToBody, multipart reads the whole
  * upload in preValidation), and the multipart methods are wrapped. Returns
@@ -129,8 +140,8 @@ function startFiles(
   settings: PathgateSettings,
 ): boolean {
   if (!settings.reportOnly) {
-    const early = state.guard.checkRequest(request, state.guard.newInfo(), BEFORE_BODY);
-    if (!early.ok && sendDenial(request, reply, early.denial, settings)) return true;
+    const early = earlyDenial(request, state.guard);
+    if (early !== undefined && sendDenial(request, reply, early, settings)) return true;
   }
   guardMultipart(request, reply, state, settings);
   return false;

@@ -134,6 +134,7 @@ describe('schema validation runs first: pathgate checks its result', () => {
       ajv: { customOptions: { coerceTypes: 'array', removeAdditional: 'all', useDefaults: true } },
     });
     await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart);
     const { answer, calls } = handler();
     const query = (d: string) => ({
       type: 'object',
@@ -156,6 +157,17 @@ describe('schema validation runs first: pathgate checks its result', () => {
       config: { pathgate: { mode: 'read', paths } },
       handler: answer,
     });
+    // A file route checks params, query and headers early too, in onRequest, before validation.
+    const upload = (d: string) =>
+      ({
+        schema: { querystring: query(d) },
+        config: {
+          pathgate: { mode: 'write', paths: [{ query: 'd' }, { file: 'f', under: 'uploads' }] },
+        },
+        handler: answer,
+      }) as const;
+    app.post('/upload/bad-default', upload('../../etc/passwd'));
+    app.post('/upload/good-default', upload('uploads/default'));
     app.post('/strip', {
       schema: { body: { type: 'object', properties: { keep: { type: 'string' } } } },
       config: { pathgate: WRITE_TO },
@@ -175,6 +187,19 @@ describe('schema validation runs first: pathgate checks its result', () => {
       query: { d: 'public/default' },
     });
     expect(calls()).toBe(2);
+  });
+
+  it('on a route with a file spec, a default filling a missing required value is checked too', async () => {
+    const { root, port, calls } = await schemaApp();
+    const file = [{ disposition: 'name="f"; filename="a.txt"', data: 'a' }];
+    expect((await postMultipart(port, '/upload/bad-default', file)).json).toEqual(
+      denied('query.d', 'path-not-in-allowlist'),
+    );
+    expect((await postMultipart(port, '/upload/good-default', file)).json).toMatchObject({
+      pathgate: { query: { d: `${root}/uploads/default` } },
+      query: { d: 'uploads/default' },
+    });
+    expect(calls()).toBe(1);
   });
 
   it("coerceTypes 'array': a single value becomes a list, each element checked", async () => {
