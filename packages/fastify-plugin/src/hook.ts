@@ -30,13 +30,25 @@ function isMultipart(request: FastifyRequest): boolean {
   return typeof isMultipart === 'function' && isMultipart.call(request) === true;
 }
 
+/** A `multipart/*` content type, whichever parser read it. */
+const MULTIPART_TYPE = /^\s*multipart\//i;
+
 /**
  * On routes that declare files: a request that is not multipart carries no
  * file, so a required one is missing (and a JSON body cannot pose as a file
- * part). A body holding a file part the guard never saw fails closed.
+ * part). A multipart body @fastify/multipart did not parse (the app's own
+ * parser) holds files pathgate never sees: every file spec, optional ones
+ * too, is missing, as under the Express adapter without `gate.multer()`.
+ * A body holding a file part the guard never saw fails closed.
  */
 function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
-  if (!isMultipart(request)) return state.guard.checkMissingFiles(state.info.files);
+  if (!isMultipart(request)) {
+    const { guard } = state;
+    if (!MULTIPART_TYPE.test(request.headers['content-type'] ?? '')) {
+      return guard.checkMissingFiles(state.info.files);
+    }
+    return { ok: false, denial: { reason: 'missing-path', label: guard.fileLabel as string } };
+  }
   if (holdsUncheckedFile(request.body)) return { ok: false, denial: UNEXPECTED_FILE };
   return { ok: true };
 }

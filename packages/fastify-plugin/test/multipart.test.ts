@@ -14,6 +14,7 @@ import {
   filesIn,
   listen,
   newApp,
+  postJson,
   postMultipart,
   type RawPart,
   request,
@@ -303,6 +304,36 @@ describe('which fields, and required files', () => {
     });
     expect(res.status).toBe(406); // the handler's request.files() refuses a non-multipart body
     expect(s.calls()).toBe(1);
+  });
+});
+
+describe("file specs on a multipart body that @fastify/multipart did not parse (the app's own parser)", () => {
+  it('deny, optional ones too: pathgate cannot see its file parts', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    // What a multer-style parser leaves: the parts, read in the app's own way.
+    app.addContentTypeParser(/^multipart\//, async () => ({ avatar: { filename: '../../x.png' } }));
+    let calls = 0;
+    const paths = [{ file: true, under: 'uploads', optional: true }] as const;
+    app.post('/opt', { config: { pathgate: { mode: 'write', paths } } }, async () => {
+      calls++;
+      return 'ran';
+    });
+    const port = await listen(app);
+    const avatar = { disposition: 'name="avatar"; filename="../../x.png"', data: 'x' };
+    const res = await postMultipart(port, '/opt', [avatar]);
+    expect(res).toMatchObject({ status: 403, json: denied('file *', 'missing-path') });
+    const mixed = await request(port, {
+      method: 'POST',
+      path: '/opt',
+      headers: { 'content-type': 'Multipart/Mixed; boundary=x' },
+      body: '--x--',
+    });
+    expect(mixed.json).toEqual(denied('file *', 'missing-path'));
+    expect(calls).toBe(0);
+    // Not multipart: no file, and the optional one is simply absent.
+    expect((await postJson(port, '/opt', {})).text).toBe('ran');
   });
 });
 
