@@ -166,6 +166,29 @@ describe('README, the spec table', () => {
   });
 });
 
+describe('README, "What the handler gets"', () => {
+  it("a declared source's record is not frozen; one the route declares nothing from is", async () => {
+    const app = newApp();
+    await app.register(pathgate, { root: sandbox(), fs: ['./public/**'] });
+    const write = (record: object) => {
+      try {
+        Object.assign(record, { extra: 'x' });
+        return 'written';
+      } catch (error) {
+        return (error as Error).name;
+      }
+    };
+    app.get(
+      '/f/*',
+      { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+      async (req) => [write(req.pathgate?.params as object), write(req.pathgate?.query as object)],
+    );
+    const res = await request(await listen(app), { path: '/f/public/a' });
+    expect(res.json).toEqual(['written', 'TypeError']);
+    expect(README).toContain('one the route declares nothing from is a shared, frozen `{}`');
+  });
+});
+
 describe('README, "Multipart (@fastify/multipart 10)"', () => {
   /** Files' names a `files()` handler saw, on a route with a body-free `params` spec and `extra` specs. */
   async function uploadRoute(extra: PathSpec[]): Promise<number> {
