@@ -3,6 +3,7 @@ import multipart from '@fastify/multipart';
 import type { PathSpec } from '@pathgate/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import * as entry from '../src/index.js';
 import pathgate, { type PathgateOptions } from '../src/index.js';
 import { listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
 
@@ -232,5 +233,13 @@ describe('README, "Multipart (@fastify/multipart 10)"', () => {
       { disposition: 'name="doc"; filename="uploads/a.txt"', data: 'x' },
     ]);
     expect(fine).toMatchObject({ status: 200, json: ['uploads/a.txt'] });
+  });
+});
+
+describe('README, "Types"', () => {
+  it('lists every value the package exports', () => {
+    const listed = README.slice(README.indexOf('## Types'));
+    const missing = Object.keys(entry).filter((name) => !listed.includes(`\`${name}\``));
+    expect(missing).toEqual(['default']);
   });
 });
