@@ -65,6 +65,8 @@ function checkParamNames(route: RouteOptions, declaration: RouteGuardOptions): v
  */
 export class RouteGuards {
   private readonly compiled = new WeakMap<object, RouteGuard | Error>();
+  /** The configs of routes declared before the plugin whose URL has every param their specs name. */
+  private readonly paramsFound = new WeakSet<object>();
   /** Each route the `onRoute` hook saw, with the declaration it had then; until `onReady`. */
   private seen: [RouteOptions, RouteGuardOptions | undefined][] = [];
 
@@ -111,8 +113,10 @@ export class RouteGuards {
   /**
    * The app-wide hooks: the guard of a route the `onRoute` hook never saw
    * (declared before the plugin was registered), compiled here, once; a bad
-   * declaration throws its TypeError. Undefined for a route without a
-   * declaration, and for one the `onRoute` hook guarded (`markGuarded`).
+   * declaration throws its TypeError, as does a `params` spec that names no
+   * parameter of the route's URL (a not-found handler's context has no URL).
+   * Undefined for a route without a declaration, and for one the `onRoute`
+   * hook guarded (`markGuarded`).
    */
   forRequest(request: FastifyRequest): RouteGuard | undefined {
     const { config, method, url } = request.routeOptions;
@@ -121,6 +125,10 @@ export class RouteGuards {
     if (declaration === undefined || marked?.[kRouteGuarded] === true) return undefined;
     const guard = this.compile(declaration, () => routeLabel(method, url));
     if (guard instanceof Error) throw guard;
+    if (typeof url === 'string' && !this.paramsFound.has(config)) {
+      checkParamNames({ method, url } as RouteOptions, declaration);
+      this.paramsFound.add(config);
+    }
     return guard;
   }
 

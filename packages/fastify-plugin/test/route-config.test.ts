@@ -415,6 +415,30 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     const logged = lines.find((l) => l.msg === 'pathgate: invalid route declaration');
     expect(logged?.err?.message).toBe('pathgate: route GET /early: paths[0]: unknown key "qury"');
   });
+
+  it('a params spec naming no parameter of a route declared before the plugin: the same 500, logged', async () => {
+    const lines: { msg?: string; err?: { message?: string } }[] = [];
+    const app = newApp({
+      logger: { level: 'error', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
+    });
+    const declare = (name: string) => ({
+      config: { pathgate: { mode: 'read', paths: [{ params: name }] } as const },
+    });
+    app.get('/early/*', declare('path'), async () => 'ran');
+    app.get('/fine/:p', declare('p'), async () => 'ran');
+    await withPlugin(app);
+    const port = await listen(app);
+    const res = await request(port, { path: '/early/public/a' });
+    expect([res.status, (res.json as { code?: string }).code]).toEqual([
+      500,
+      'PATHGATE_ROUTE_CONFIG',
+    ]);
+    const logged = lines.find((l) => l.msg === 'pathgate: invalid route declaration');
+    expect(logged?.err?.message).toBe(
+      'pathgate: route GET /early/*: params "path" is not a parameter of this route (its parameters: *)',
+    );
+    expect((await request(port, { path: '/fine/public' })).text).toBe('ran');
+  });
 });
 
 /** The pathgate hook names printed for the app's routes (`printRoutes` lists each route's hooks). */
