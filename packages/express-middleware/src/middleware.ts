@@ -171,7 +171,7 @@ export function routeMiddleware({
       }
     }
     if (deferred) leaveRouteState(req, { guard, info, deny, reportOnly });
-    else setPathgateInfo(req, res, info);
+    else setPathgateInfo(req, res, info, reportOnly);
     next();
   };
   return pathgate as PathgateHandler;

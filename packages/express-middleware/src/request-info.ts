@@ -73,26 +73,54 @@ function hasAccessor(req: Request): boolean {
 
 const isEmpty = (record: CheckedPaths): boolean => Object.keys(record).length === 0;
 
-/** One source's paths from two gates: the later gate's win where both record under one key. */
-function mergedRecord(earlier: CheckedPaths, later: CheckedPaths): CheckedPaths {
-  if (isEmpty(earlier)) return later;
-  return isEmpty(later) ? earlier : { ...earlier, ...later };
+/** One source's paths from two gates: `over`'s win where both record under one key. */
+function mergedRecord(under: CheckedPaths, over: CheckedPaths): CheckedPaths {
+  if (isEmpty(under)) return over;
+  return isEmpty(over) ? under : { ...under, ...over };
 }
 
 /**
  * A second gate on the request (`gate.read({ body: 'from' })` then
  * `gate.write({ body: 'to' })`): `req.pathgate` gathers both gates' paths,
- * with the later gate's mode.
+ * with the later gate's mode; `keepEarlier` gives the earlier gate's mode,
+ * and its path where both record under one key.
  */
-function mergedInfo(earlier: PathgateInfo, later: PathgateInfo): PathgateInfo {
+function mergedInfo(
+  earlier: PathgateInfo,
+  later: PathgateInfo,
+  keepEarlier: boolean,
+): PathgateInfo {
+  const [under, over] = keepEarlier ? [later, earlier] : [earlier, later];
   return {
-    mode: later.mode,
-    params: mergedRecord(earlier.params, later.params),
-    query: mergedRecord(earlier.query, later.query),
-    body: mergedRecord(earlier.body, later.body),
-    headers: mergedRecord(earlier.headers, later.headers),
+    mode: over.mode,
+    params: mergedRecord(under.params, over.params),
+    query: mergedRecord(under.query, over.query),
+    body: mergedRecord(under.body, over.body),
+    headers: mergedRecord(under.headers, over.headers),
     files: [...earlier.files, ...later.files],
   };
+}
+
+/** Records only report-only gates made: none of their paths was enforced. */
+const reportedOnly = new WeakSet<PathgateInfo>();
+
+/**
+ * `info`, from a gate that is `reportOnly` or not, joined to what earlier
+ * gates recorded. A report-only gate never replaces an enforcing gate's
+ * path or mode (it reports, and decides nothing, as for a file): a rollout
+ * gate added to an enforced route would otherwise hand the handler a path
+ * only it checked, under its own rules.
+ */
+function joinedInfo(
+  earlier: PathgateInfo | undefined,
+  info: PathgateInfo,
+  reportOnly: boolean,
+): PathgateInfo {
+  const enforcedBefore = earlier !== undefined && !reportedOnly.has(earlier);
+  const joined =
+    earlier === undefined ? info : mergedInfo(earlier, info, reportOnly && enforcedBefore);
+  if (reportOnly && !enforcedBefore) reportedOnly.add(joined);
+  return joined;
 }
 
 /** The record gates set as each request's own property (outside Express's usual wiring). */
@@ -104,10 +132,9 @@ const ownInfos = new WeakMap<Request, PathgateInfo>();
  * a throw in strict code, a silent miss in sloppy), so the request holds
  * the paths instead, never a 500.
  */
-function storedInLocals(locals: Locals, info: PathgateInfo): boolean {
+function storedInLocals(locals: Locals, info: PathgateInfo, reportOnly: boolean): boolean {
   try {
-    const earlier = locals[kInfo] as PathgateInfo | undefined;
-    const joined = earlier === undefined ? info : mergedInfo(earlier, info);
+    const joined = joinedInfo(locals[kInfo] as PathgateInfo | undefined, info, reportOnly);
     locals[kInfo] = joined;
     return locals[kInfo] === joined;
   } catch {
@@ -115,8 +142,13 @@ function storedInLocals(locals: Locals, info: PathgateInfo): boolean {
   }
 }
 
-/** Makes `info` the request's `req.pathgate`, joined to what an earlier gate recorded. */
-export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo): void {
+/** Makes `info` (a `reportOnly` gate's or not) the request's `req.pathgate`, joined to what an earlier gate recorded. */
+export function setPathgateInfo(
+  req: Request,
+  res: Response,
+  info: PathgateInfo,
+  reportOnly: boolean,
+): void {
   const locals = res.locals as Locals | undefined;
   const own = Object.hasOwn(req, 'pathgate');
   if (
@@ -125,14 +157,14 @@ export function setPathgateInfo(req: Request, res: Response, info: PathgateInfo)
     typeof locals === 'object' &&
     locals !== null &&
     hasAccessor(req) &&
-    storedInLocals(locals, info)
+    storedInLocals(locals, info, reportOnly)
   ) {
     return;
   }
   // Joined only to the record a gate set on this request: never to a value the app assigned.
   const earlier = ownInfos.get(req);
   const current = own ? (req as { pathgate?: unknown }).pathgate : undefined;
-  const joined = earlier !== undefined && earlier === current ? mergedInfo(earlier, info) : info;
+  const joined = joinedInfo(earlier === current ? earlier : undefined, info, reportOnly);
   ownInfos.set(req, joined);
   setInfoProperty.call(req, joined);
 }

@@ -386,7 +386,7 @@ export class Upload {
     const files = routes.at(-1)?.info.files;
     // A push per file: a spread passes each as an argument, a RangeError past about 100k.
     for (const file of this.accepted) files?.push(file);
-    for (const route of routes) setPathgateInfo(req, res, route.info);
+    for (const route of routes) setPathgateInfo(req, res, route.info, route.reportOnly);
     this.parts.next();
   }
 }

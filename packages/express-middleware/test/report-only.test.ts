@@ -5,7 +5,7 @@ import type multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { type PathgateLogEntry, type PathgateRuleOptions, pathgate } from '../src/index.js';
-import { filePart, filesUnder, onApp, upload } from './helpers.js';
+import { fieldPart, filePart, filesUnder, onApp, request, upload } from './helpers.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
 // and lets the request through; onDeny sees every deny and may shape the 403.
@@ -324,6 +324,53 @@ describe('log', () => {
       stderr.mockRestore();
     }
   });
+});
+
+describe('a report-only gate beside an enforcing one', () => {
+  // A rollout adds a report-only gate to a route that enforces: it reports,
+  // and changes nothing the handler gets, as it decides nothing for a file.
+
+  /** The enforcing gate writes `to` under uploads/; a report-only gate that allows anything reads it. */
+  const build = (root: string, app: express.Express) => {
+    const enforcing = pathgate({ root, fs: ['rw:uploads/**'] });
+    const audit = pathgate({ root, fs: ['rw:**'], reportOnly: true, log: () => {} });
+    const write = enforcing.write({ body: 'to', under: 'uploads' });
+    const read = audit.read({ body: 'to' });
+    const answer: express.RequestHandler = (req, res) => void res.json(req.pathgate);
+    app.post('/json', express.json(), write, read, answer);
+    app.post('/form', write, read, enforcing.multer().none(), answer);
+    app.post(
+      '/audits',
+      express.json(),
+      audit.write({ body: 'to', under: 'uploads' }),
+      read,
+      answer,
+    );
+  };
+
+  const postJson = (port: number, path: string) =>
+    request(port, 'POST', path, {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'app.js' }),
+    });
+
+  it.each([
+    ['a JSON body', (port: number) => postJson(port, '/json')],
+    ['a multipart field', (port: number) => upload(port, '/form', [fieldPart('to', 'app.js')])],
+  ])("%s: the handler gets the enforced path and mode, not the report-only gate's", (_name, send) =>
+    onApp(build, async (port, root) => {
+      const res = await send(port);
+      expect(res.status).toBe(200);
+      // <root>/app.js, outside uploads/, was never checked by the enforcing policy.
+      expect(res.json).toMatchObject({ mode: 'write', body: { to: `${root}/uploads/app.js` } });
+    }),
+  );
+
+  it('report-only gates alone: the later path and mode win, as between enforcing gates', () =>
+    onApp(build, async (port, root) => {
+      const res = await postJson(port, '/audits');
+      expect(res.json).toMatchObject({ mode: 'read', body: { to: `${root}/app.js` } });
+    }));
 });
 
 describe('reportOnly with multer', () => {
