@@ -124,7 +124,7 @@ export function routeMiddleware({
     warn(
       req,
       body === 'multipart'
-        ? 'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate'
+        ? 'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate, as a middleware of the route itself (one called from a function of yours is not seen: handle its errors in an error handler)'
         : 'a request body no parser had read reached a gate with body specs: its values cannot be checked; put the body parser before the gate (express.json(), express.urlencoded()); a body of a type no parser before the gate reads is denied',
     );
   /** The route's checks; `denials` (report-only) collects every deny, and none stops the rest. */

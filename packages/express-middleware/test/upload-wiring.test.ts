@@ -94,6 +94,35 @@ describe('a gate that no gate.multer() follows denies a multipart body', () => {
   });
 });
 
+describe('a gate.multer() middleware called from a function of the app', () => {
+  it("multer's own error-handling pattern: not seen on the route, so 403, and the log says where it goes", async () => {
+    const logs: PathgateLogEntry[] = [];
+    let reached = 0;
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: ['rw:uploads/**'], log: (entry) => logs.push(entry) });
+        const single = gate.multer().single('f');
+        const wrapped: express.RequestHandler = (req, res, next) =>
+          single(req, res, (error?: unknown) => (error ? res.status(400).end() : next()));
+        app.post('/wrapped', gate.write(FILE), wrapped, (_req, res) => {
+          reached += 1;
+          res.end();
+        });
+      },
+      async (port, root) => {
+        const res = await upload(port, '/wrapped', [filePart('f', 'a.txt')]);
+        expect([res.json, reached, filesUnder(root)]).toEqual([missingFile, 0, []]);
+        expect(logs).toEqual([
+          expect.objectContaining({
+            event: 'misconfigured',
+            message: expect.stringContaining('a middleware of the route itself'),
+          }),
+        ]);
+      },
+    );
+  });
+});
+
 describe('a gate.multer() that follows the gate', () => {
   it('in .all() (no method): reads and checks the upload', async () => {
     await wired(
