@@ -25,7 +25,7 @@ const MALFORMED = new Set([
   'Malformed content type',
 ]);
 
-/** multer's limit errors (a MulterError's `code`): too much of something, a 413. */
+/** multer's errors for the app's `limits` (a MulterError's `code`): too much of something, a 413. */
 const TOO_LARGE = new Set([
   'LIMIT_PART_COUNT',
   'LIMIT_FILE_SIZE',
@@ -33,6 +33,8 @@ const TOO_LARGE = new Set([
   'LIMIT_FIELD_KEY',
   'LIMIT_FIELD_VALUE',
   'LIMIT_FIELD_COUNT',
+  'LIMIT_FIELD_NESTING',
+  'LIMIT_FIELD_ARRAY_INDEX',
 ]);
 
 /** busboy's message for a `multipart/*` it cannot parse (`multipart/mixed`): a 415. */

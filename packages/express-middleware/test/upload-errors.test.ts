@@ -78,6 +78,8 @@ describe("multer's refusals reach the error handler as the client's fault", () =
     ['LIMIT_FIELD_KEY', { fieldNameSize: 2 }, [fieldPart('long', 'v')]],
     ['LIMIT_FIELD_VALUE', { fieldSize: 2 }, [fieldPart('n', 'long')]],
     ['LIMIT_FIELD_COUNT', { fields: 0 }, [fieldPart('n', 'v')]],
+    ['LIMIT_FIELD_NESTING', { fieldNestingDepth: 1 }, [fieldPart('n[a][b]', 'v')]],
+    ['LIMIT_FIELD_ARRAY_INDEX', { fieldArrayIndexLimit: 5 }, [fieldPart('n[6]', 'v')]],
   ] as const)('a field or part limit exceeded (%s) → 413, exposed', async (code, limits, parts) => {
     const { res } = await uploadTo({ limits }, (up) => up.single('f'), parts);
     expect([res.status, res.json]).toEqual([413, { error: expect.any(String), code }]);
