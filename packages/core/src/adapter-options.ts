@@ -1,5 +1,5 @@
 import { DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS } from './linger.js';
-import { readOwn } from './own-key.js';
+import { inheritedOption, readOwn } from './own-key.js';
 import {
   notAPolicy,
   PermissionPolicy,
@@ -76,6 +76,9 @@ export function optionError(message: string): never {
 
 function readerOf(options: object): OptionReader {
   return (key) => {
+    if (inheritedOption(options, key)) {
+      optionError(`option ${key} is inherited from a prototype: give it as an own property`);
+    }
     const value = readOwn(options, key);
     if (value === null) optionError(`option ${key} must not be null`);
     return value;

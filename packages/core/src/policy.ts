@@ -4,7 +4,7 @@ import {
   canonicalizeRoot,
   rootFailure,
 } from './canonicalize.js';
-import { readOwn } from './own-key.js';
+import { inheritedOption, readOwn } from './own-key.js';
 import { PrefixRules } from './prefix-rules.js';
 import { type CompiledRule, compileRule } from './rule.js';
 import { RuleIndex } from './rule-index.js';
@@ -41,8 +41,16 @@ function fail(message: string): never {
   throw new TypeError(`${POLICY_ERROR_PREFIX}${message}`);
 }
 
+/** An option as an own key; one a prototype of the caller's supplies is an error (`inheritedOption`). */
+function readOption(source: object, key: string, name = key): unknown {
+  if (inheritedOption(source, key)) {
+    fail(`${name} is inherited from a prototype: give it as an own property`);
+  }
+  return readOwn(source, key);
+}
+
 function readRules(options: object): readonly unknown[] {
-  const permissions = readOwn(options, 'permissions');
+  const permissions = readOption(options, 'permissions');
   if (typeof permissions !== 'object' || permissions === null) {
     fail('permissions must be an object with an fs array');
   }
@@ -51,14 +59,14 @@ function readRules(options: object): readonly unknown[] {
     if (key !== 'fs' && readOwn(permissions, key) !== undefined)
       fail(`unknown permission "permissions.${key}": only permissions.fs is checked`);
   }
-  const fs = readOwn(permissions, 'fs');
+  const fs = readOption(permissions, 'fs', 'permissions.fs');
   if (!Array.isArray(fs)) fail('permissions.fs must be an array of rule strings');
   // Array.from reads a hole as undefined, so it is named as a rule that is not a string.
   return Array.from(fs as unknown[]);
 }
 
 function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalPath {
-  const root = readOwn(options, 'root');
+  const root = readOption(options, 'root');
   const text = root === undefined ? '/' : root;
   if (typeof text !== 'string')
     fail(`root must be a string, got ${text === null ? 'null' : typeof text}`);
@@ -77,10 +85,10 @@ function readOptions(options: unknown): {
     // A key holding undefined counts as absent (DESIGN.md), known or not.
     if (!KNOWN.has(key) && readOwn(options, key) !== undefined) fail(`unknown option "${key}"`);
   }
-  const dotOption = readOwn(options, 'dot');
+  const dotOption = readOption(options, 'dot');
   if (dotOption !== undefined && typeof dotOption !== 'boolean') fail('dot must be a boolean');
   const dot = dotOption === true;
-  const resolve = readOwn(options, 'resolve');
+  const resolve = readOption(options, 'resolve');
   if (resolve !== undefined && typeof resolve !== 'function') fail('resolve must be a function');
   const typedResolve = resolve as CompiledPolicy['resolve'];
   const root = readRoot(options, typedResolve);

@@ -54,6 +54,22 @@ describe('readAdapterOptions refuses, naming the option', () => {
       { fs: FS, reportOnly: 1 },
       'pathgate: option reportOnly must be a boolean',
     ],
+    // A class's method or getter, read as absent, was dropped without a word.
+    [
+      'an option a prototype supplies',
+      Object.assign(Object.create({ onDeny() {} }), { fs: FS }),
+      'pathgate: option onDeny is inherited from a prototype: give it as an own property',
+    ],
+    [
+      'a root getter of a class',
+      new (class {
+        fs = FS;
+        get root() {
+          return '/srv';
+        }
+      })(),
+      'pathgate: option root is inherited from a prototype: give it as an own property',
+    ],
     ...COUNTS.flatMap(([what, value]) =>
       ['lingerMs', 'lingerBytes'].map((key): [string, unknown, string] => [
         `${key} ${what}`,

@@ -589,12 +589,43 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       expect(checkFs(p, '/srv/.a', 'read').outcome).toBe('deny'); // dot defaults to false
     });
 
-    it('inherited option keys are not own keys: they count as absent', () => {
-      const inherited = { root: '/srv', dot: true, resolve: () => '/x' };
-      const options = Object.assign(Object.create(inherited), { permissions: { fs: ['/srv/*'] } });
-      const p = new PermissionPolicy(options);
-      expect(checkFs(p, 'srv/a', 'read')).toMatchObject({ outcome: 'allow' }); // root is /
-      expect(checkFs(p, '/srv/.a', 'read').outcome).toBe('deny'); // dot is false; resolve unused
+    it('an option a prototype of the caller supplies is an error, not an absent key', () => {
+      // Read as absent, a class's root getter left the root at / without a word.
+      const options = Object.assign(Object.create({ root: '/srv' }), {
+        permissions: { fs: ['/srv/*'] },
+      });
+      expect(build(options)).toThrow(
+        'PermissionPolicy: root is inherited from a prototype: give it as an own property',
+      );
+      const resolver = Object.assign(Object.create({ resolve: () => '/x' }), {
+        permissions: { fs: [] },
+      });
+      expect(build(resolver)).toThrow('PermissionPolicy: resolve is inherited from a prototype');
+      class Options {
+        permissions = { fs: ['./a/*'] };
+        get root() {
+          return '/srv';
+        }
+      }
+      expect(build(new Options())).toThrow('PermissionPolicy: root is inherited from a prototype');
+      const fs = Object.create({ fs: ['./a/*'] });
+      expect(build({ root: '/srv', permissions: fs })).toThrow(
+        'PermissionPolicy: permissions.fs is inherited from a prototype',
+      );
+    });
+
+    it('an option from a polluted Object.prototype counts as absent', () => {
+      const proto = Object.prototype as Record<string, unknown>;
+      proto.root = '/etc';
+      proto.dot = true;
+      try {
+        const p = new PermissionPolicy({ permissions: { fs: ['/srv/*'] } });
+        expect(p.root).toBe('/');
+        expect(checkFs(p, '/srv/.a', 'read').outcome).toBe('deny'); // dot is false
+      } finally {
+        delete proto.root;
+        delete proto.dot;
+      }
     });
 
     it('root defaults to /', () => {
