@@ -179,6 +179,27 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     expect([...read]).toEqual(['0', '1']);
   });
 
+  it('alternatives of 1,048,576 characters together at most: a long tail or head times 1,024 is refused', () => {
+    // 1,024 copies of a 50 KB tail took 20 s and a gigabyte to compile.
+    const braces = '{a,b}'.repeat(10);
+    const tooLong =
+      /: it expands to more than 1048576 characters, its brace alternatives together$/;
+    for (const rule of [
+      braces + 'x'.repeat(1100),
+      'x'.repeat(1100) + braces,
+      'y'.repeat(1 << 21),
+    ]) {
+      expect(typeErrorOf(policy({ root: '/srv', permissions: { fs: [rule] } }))).toMatch(tooLong);
+    }
+    const fits = new PermissionPolicy({
+      root: '/srv',
+      permissions: { fs: [braces + 'x'.repeat(900)] },
+    });
+    expect(checkFs(fits, `abababbbba${'x'.repeat(900)}`, 'read')).toMatchObject({
+      outcome: 'allow',
+    });
+  });
+
   it('braces may expand to exactly 1024 alternatives', () => {
     const p = new PermissionPolicy({ root: '/srv', permissions: { fs: ['{a,b}'.repeat(10)] } });
     expect(checkFs(p, 'abababbbba', 'read')).toMatchObject({ outcome: 'allow' });
