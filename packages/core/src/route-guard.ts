@@ -83,6 +83,10 @@ CheckedRecord.prototype = Object.prototype;
 const newRecord = (): Record<string, string | string[]> =>
   new (CheckedRecord as unknown as new () => Record<string, string | string[]>)();
 
+/** Sets `key` as an own property holding undefined: an optional value that is missing. */
+const setUndefined = (record: CheckedPaths, key: string): void =>
+  setOwn(record as Record<string, string | undefined>, key, undefined);
+
 /** The request parts a guard reads; adapters pass what their framework parsed. */
 export interface RequestValues {
   params?: unknown;
@@ -346,7 +350,12 @@ export class RouteGuard {
       // The string test first: `===` on a value of unknown type is a builtin call.
       const text = typeof value === 'string';
       if (text ? value.length === 0 : value === MISSING || isEmptyArray(value)) {
-        if (spec.optional) continue;
+        if (spec.optional) {
+          // A name Object.prototype has (`constructor`) would read as its function, not as absent.
+          if (selector.label in Object.prototype)
+            setUndefined(recordOf(info, source), selector.label);
+          continue;
+        }
         const missing = deny('missing-path', spec.label);
         if (denials === undefined) return missing;
         denials.push(missing.denial);

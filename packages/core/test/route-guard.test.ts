@@ -770,6 +770,20 @@ describe('checkRequest: missing values fail closed', () => {
     expect(info.body).toEqual({});
   });
 
+  it.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf'])(
+    'an optional %s that is missing reads as undefined, not as Object.prototype’s function',
+    (name) => {
+      const optional = guardOf({ mode: 'read', paths: [{ query: name, optional: true }] });
+      for (const query of [{}, { [name]: '' }]) {
+        const { result, info } = runGuard(optional, { query });
+        expect(result).toEqual({ ok: true });
+        expect(info.query[name]).toBeUndefined();
+      }
+      const present = runGuard(optional, { query: { [name]: 'docs/a' } });
+      expect(present.info.query[name]).toBe(`${ROOT}/docs/a`);
+    },
+  );
+
   it('an index selector meets a non-array or runs past the end → missing', () => {
     const g = guardOf({ mode: 'read', paths: [{ body: ['files', 0, 'path'] }] });
     const miss = { ok: false, denial: { reason: 'missing-path', label: 'body.files.0.path' } };
