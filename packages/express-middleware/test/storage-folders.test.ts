@@ -74,6 +74,8 @@ function fakeRequest() {
 async function storing(req: Request, name: string) {
   const storage = pathgate({ root: served.root, fs: ['rw:uploads/**'] }).diskStorage();
   const stream = new PassThrough();
+  // As multer does: fail()'s error may come before the storage reads the stream.
+  stream.on('error', () => {});
   const path = join(served.root, 'uploads', name);
   const file = { pathgatePath: path, stream };
   const settled = new Promise((resolve) => {
