@@ -15,12 +15,13 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Started } from '../examples/shared/run.js';
 import { createSandbox } from '../examples/shared/sandbox.js';
-import { EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
+import { begin, EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
 
 // One session of requests, in order, against each example over real HTTP:
@@ -470,11 +471,12 @@ const BANNER =
 /**
  * Starts an example server as `npm run example` does. `fileBlocks`: run it
  * under `ulimit -f` (the kernel then refuses, with EFBIG, any write past that
- * many blocks of 512 or 1024 bytes, whichever the shell counts in).
+ * many blocks of 512 or 1024 bytes, whichever the shell counts in). `root`:
+ * the folder it serves (`--root`), else a temp sandbox of its own.
  */
 function startChild(
   name: string,
-  fileBlocks?: number,
+  { fileBlocks, root }: { fileBlocks?: number; root?: string } = {},
 ): Promise<{ child: ChildProcess; url: string; root: string }> {
   const env = { ...process.env };
   delete env.PATHGATE_ROOT;
@@ -486,6 +488,7 @@ function startChild(
     `examples/${name}-files/server.ts`,
     '--port',
     '0',
+    ...(root === undefined ? [] : ['--root', root]),
   ];
   const [file, ...args] =
     fileBlocks === undefined
@@ -574,13 +577,43 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-download', (
   }, 30_000);
 });
 
+describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-upload', ({ name }) => {
+  // The folder is the user's, kept: the upload the stop cut off must not
+  // leave its temporary file or the folders it made there.
+  it('exits on SIGTERM once nothing of the upload is left in the folder it serves', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'pathgate-given-root-'));
+    mkdirSync(join(root, 'uploads'));
+    const { child, url } = await startChild(name, { root });
+    const left = () => readdirSync(join(root, 'uploads'), { recursive: true });
+    try {
+      const port = Number(new URL(url).port);
+      const boundary = 'pathgate-stop';
+      begin(port, {
+        method: 'POST',
+        path: '/api/upload',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="new/deep/a.bin"\r\n\r\nhalf`,
+      });
+      for (let waited = 0; left().length < 3; waited += 10) {
+        if (waited > 5000) throw new Error('the upload never opened its file');
+        await sleep(10);
+      }
+      expect(await terminated(child)).toBe(0);
+      expect(left()).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
 describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit', ({ name }) => {
   // 2,048 blocks: 1 or 2 MiB, well under the examples' 10 MiB upload limit.
   const OVER = randomBytes(4 * 1024 * 1024);
   const UNDER = randomBytes(64 * 1024);
 
   it('answers an upload the disk refuses with 413, keeps no part of it, and still stores', async () => {
-    const { child, url, root } = await startChild(name, 2048);
+    const { child, url, root } = await startChild(name, { fileBlocks: 2048 });
     try {
       const port = Number(new URL(url).port);
       const uploads = () => readdirSync(join(root, 'uploads')).sort();

@@ -22,6 +22,9 @@ export const HOST = '127.0.0.1';
  */
 export const REQUEST_TIMEOUT_MS = 300_000;
 
+/** The longest a stop waits for the requests it cut off to clean up, in ms. */
+const STOP_GRACE_MS = 5_000;
+
 /** Listens with a plain node:http server (Express), on 127.0.0.1. */
 export function listenHttp(server: Server, port: number): Promise<Started> {
   return new Promise((resolve, reject) => {
@@ -59,11 +62,17 @@ export async function runExample(
     }
     const server = await listen(root, port);
     console.log(`pathgate example (${framework}) listening on ${server.url} — sandbox ${root}`);
+    const exit = () => {
+      removeSandbox();
+      process.exit(0);
+    };
+    // Exits once the requests the close cut off have cleaned up (an upload
+    // removes its temporary file and new folders), when nothing is left to
+    // run; exiting at once left them in the folder served. At the latest
+    // after STOP_GRACE_MS, should something never end.
     const stop = () => {
-      server.close().finally(() => {
-        removeSandbox();
-        process.exit(0);
-      });
+      setTimeout(exit, STOP_GRACE_MS).unref();
+      server.close().finally(() => process.once('beforeExit', exit));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
