@@ -6,7 +6,9 @@ import { startedForSuite } from './fixture.js';
 
 // Names a listing cannot show as they are: a name that is not UTF-8 has no
 // text a request could name it by, so it is left out, never shown as the
-// text it decodes to (U+FFFD), which may be another file's name.
+// text it decodes to (U+FFFD), which may be another file's name. Nor has a
+// name that is not NFC: pathgate normalizes every path to NFC, so a request
+// for it reaches its NFC twin, or nothing.
 
 /** `name` in `dir`, as bytes: Node would write a string name as UTF-8. */
 const named = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);
@@ -23,5 +25,22 @@ describe.each(EXAMPLES)('the $name example, listing names that are not UTF-8', (
     const got = await send(app.port, { path: '/api/list?dir=uploads/bytes' });
     expect(got.status).toBe(200);
     expect(JSON.parse(got.text)).toEqual({ entries: [{ name: '\ufffda', type: 'file', size: 6 }] });
+  });
+});
+
+describe.each(EXAMPLES)('the $name example, listing names that are not NFC', (example) => {
+  const app = startedForSuite(example);
+
+  it('leaves them out: a request for one would reach its NFC twin, or nothing', async () => {
+    const dir = join(app.root, 'uploads', 'forms');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'cafe\u0301.txt'), 'NFD twin');
+    writeFileSync(join(dir, 'caf\u00e9.txt'), 'NFC');
+    writeFileSync(join(dir, 'nai\u0308ve.txt'), 'NFD alone');
+    const got = await send(app.port, { path: '/api/list?dir=uploads/forms' });
+    expect(got.status).toBe(200);
+    expect(JSON.parse(got.text)).toEqual({
+      entries: [{ name: 'caf\u00e9.txt', type: 'file', size: 3 }],
+    });
   });
 });

@@ -230,7 +230,9 @@ async function requireFile(entry: string): Promise<void> {
 /**
  * A folder's entries, sorted by name. Links are listed, never followed. A
  * name that is not UTF-8 is left out: no request can name it, and its text
- * (with U+FFFD) could be another file's name.
+ * (with U+FFFD) could be another file's name. So is one that is not NFC:
+ * pathgate normalizes every path to NFC, so a request for it (a download,
+ * a delete) reaches its NFC twin, or nothing.
  */
 export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
@@ -240,6 +242,7 @@ export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
     return Promise.all(
       names.filter(isUtf8).map(async (bytes): Promise<Entry | undefined> => {
         const name = bytes.toString();
+        if (name.normalize('NFC') !== name) return undefined;
         // A file removed since readdir is simply not listed.
         const info = await lstat(entry(name)).catch(() => undefined);
         if (info === undefined) return undefined;
