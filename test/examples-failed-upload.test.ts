@@ -21,6 +21,24 @@ const cut = (name: string): Sent => ({
   body: `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\npart of it`,
 });
 
+/** An upload of `name` with a text field `field` holding `value`: before the file (`at` 0) or after it (1). */
+function withField(name: string, field: string, value: string, at: number): Sent {
+  const parts = [
+    `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\nx\r\n`,
+  ];
+  parts.splice(
+    at,
+    0,
+    `--${B}\r\nContent-Disposition: form-data; name="${field}"\r\n\r\n${value}\r\n`,
+  );
+  return {
+    method: 'POST',
+    path: '/api/upload',
+    headers: { 'content-type': `multipart/form-data; boundary=${B}` },
+    body: `${parts.join('')}--${B}--\r\n`,
+  };
+}
+
 const upload = (...names: string[]) =>
   postFiles('/api/upload', ...names.map((name): [string, string, string] => ['file', name, 'x']));
 
@@ -63,23 +81,33 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     ['before', 0],
     ['after', 1],
   ])('a field over 1 MiB %s the file: a 413, no file nor folder left', async (_where, at) => {
-    const parts = [
-      `--${B}\r\nContent-Disposition: form-data; name="file"; filename="field-${at}/a/f.bin"\r\n\r\nx\r\n`,
-    ];
-    parts.splice(
-      at,
-      0,
-      `--${B}\r\nContent-Disposition: form-data; name="note"\r\n\r\n${'x'.repeat(1 << 20)}x\r\n`,
+    const got = await send(
+      app.port,
+      withField(`field-${at}/a/f.bin`, 'note', `${'x'.repeat(1 << 20)}x`, at),
     );
-    const body = `${parts.join('')}--${B}--\r\n`;
-    const headers = { 'content-type': `multipart/form-data; boundary=${B}` };
-    const got = await send(app.port, { method: 'POST', path: '/api/upload', headers, body });
     expect([got.status, JSON.parse(got.text)]).toEqual([
       413,
       { statusCode: 413, error: 'Payload Too Large', message: 'payload too large' },
     ]);
     expect(disk(`field-${at}`)).toEqual([]);
   });
+
+  // @fastify/multipart refuses such a name (FST_PROTO_VIOLATION); multer takes it.
+  it.each([
+    ['__proto__', 0],
+    ['constructor', 1],
+    ['toString', 0],
+  ])(
+    'a field named %s, a key of Object.prototype: a 400, no file nor folder left',
+    async (field, at) => {
+      const got = await send(app.port, withField(`proto-${at}/a/f.bin`, field, 'x', at));
+      expect([got.status, JSON.parse(got.text)]).toEqual([
+        400,
+        { statusCode: 400, error: 'Bad Request', message: 'bad request' },
+      ]);
+      expect(disk(`proto-${at}`)).toEqual([]);
+    },
+  );
 
   it('a name too long below new folders: a 400, none of the folders made on the way left', async () => {
     const long = upload(`long/a/${'x'.repeat(300)}/file.bin`);

@@ -3,7 +3,7 @@
 // a 403 and the handler never runs, and the handlers use only the canonical
 // paths the gate checked (req.pathgate, file.pathgatePath).
 import { createServer } from 'node:http';
-import { finished } from 'node:stream';
+import { finished, type Readable, type Writable } from 'node:stream';
 import { resolveSymlinks } from '@pathgate/core';
 import { pathgate } from '@pathgate/express';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
@@ -94,12 +94,27 @@ const readBody: RequestHandler = (req, res, next) => {
   });
 };
 
+/**
+ * Feeds multer's busboy the request, refusing as @fastify/multipart does
+ * (FST_PROTO_VIOLATION) a field named after a key of Object.prototype
+ * (`__proto__`, `constructor`, `toString`): a 400, and multer takes back
+ * what it stored. A file part so named is the gate's `unexpected-file`
+ * (403) first, where Fastify answers 400.
+ */
+function refusingPrototypeNames(req: Readable, busboy: unknown): void {
+  const parser = busboy as Writable;
+  parser.on('field', (name: string) => {
+    if (name in Object.prototype) parser.destroy(new FileApiError(400, 'bad request'));
+  });
+  req.pipe(parser);
+}
+
 export function buildApp(root: string): Express {
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   const gate = pathgate({ root, fs: RULES, resolve: resolveSymlinks });
   // gate.multer() sets preservePath (busboy would strip `../../x` to `x`), and its
   // storage writes each file to its checked path, never over an existing file.
-  const upload = gate.multer({ limits: UPLOAD_LIMITS });
+  const upload = gate.multer({ limits: UPLOAD_LIMITS, streamHandler: refusingPrototypeNames });
   const page = indexPage();
   const realRoot = new RealRoot(root);
   // The checked paths lie under the resolved root, whatever link `root` is reached by.
