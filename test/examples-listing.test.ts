@@ -44,3 +44,23 @@ describe.each(EXAMPLES)('the $name example, listing names that are not NFC', (ex
     });
   });
 });
+
+// pathgate's rules never match a name that begins with `.` (`dot: false`,
+// the default): a listing that showed one would reveal what the policy
+// hides, a `.env` and its size, or an upload's temporary file as it grows.
+describe.each(EXAMPLES)('the $name example, listing names that begin with a dot', (example) => {
+  const app = startedForSuite(example);
+
+  it('leaves them out, as no request can reach them', async () => {
+    const dir = join(app.root, 'public', 'dots');
+    mkdirSync(join(dir, '.git'), { recursive: true });
+    writeFileSync(join(dir, '.env'), 'SECRET=1');
+    writeFileSync(join(dir, '.upload-1.part'), 'half');
+    writeFileSync(join(dir, 'shown.txt'), 'shown');
+    const got = await send(app.port, { path: '/api/list?dir=public/dots' });
+    expect(got.status).toBe(200);
+    expect(JSON.parse(got.text)).toEqual({
+      entries: [{ name: 'shown.txt', type: 'file', size: 5 }],
+    });
+  });
+});

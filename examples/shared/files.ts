@@ -228,11 +228,22 @@ async function requireFile(entry: string): Promise<void> {
 }
 
 /**
- * A folder's entries, sorted by name. Links are listed, never followed. A
- * name that is not UTF-8 is left out: no request can name it, and its text
- * (with U+FFFD) could be another file's name. So is one that is not NFC:
- * pathgate normalizes every path to NFC, so a request for it (a download,
- * a delete) reaches its NFC twin, or nothing.
+ * An entry's name as a request can give it, or `undefined` for one no
+ * request reaches: not UTF-8 (its text, with U+FFFD, could be another
+ * file's name); not NFC (pathgate normalizes every path to NFC, so a
+ * download or a delete of it reaches its NFC twin, or nothing); or
+ * beginning with `.` (the rules never match one, as pathgate's `dot` is
+ * off: a listing would reveal a `.env`, or an upload's temporary file).
+ */
+function reachableName(bytes: Buffer): string | undefined {
+  if (!isUtf8(bytes)) return undefined;
+  const name = bytes.toString();
+  return name.normalize('NFC') === name && !name.startsWith('.') ? name : undefined;
+}
+
+/**
+ * A folder's entries, sorted by name. Links are listed, never followed.
+ * Names no request reaches are left out (`reachableName`).
  */
 export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
@@ -240,9 +251,9 @@ export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
   const entries = await inFolder(path, root, async (entry) => {
     const names = await readdir(entry(''), { encoding: 'buffer' });
     return Promise.all(
-      names.filter(isUtf8).map(async (bytes): Promise<Entry | undefined> => {
-        const name = bytes.toString();
-        if (name.normalize('NFC') !== name) return undefined;
+      names.map(async (bytes): Promise<Entry | undefined> => {
+        const name = reachableName(bytes);
+        if (name === undefined) return undefined;
         // A file removed since readdir is simply not listed.
         const info = await lstat(entry(name)).catch(() => undefined);
         if (info === undefined) return undefined;
