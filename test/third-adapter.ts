@@ -21,6 +21,7 @@ import {
   type RouteGuard,
   readAdapterOptions,
   readFunction,
+  recordView,
   requiredParams,
   setOwn,
 } from '@pathgate/core';
@@ -103,16 +104,6 @@ function readParams(route: Compiled, path: string): Record<string, string> | und
   return params;
 }
 
-/** A repeated key is an array, as both frameworks' query parsers give it. */
-function parseQuery(search: string): Record<string, string | string[]> {
-  const query: Record<string, string | string[]> = {};
-  for (const [key, value] of new URLSearchParams(search)) {
-    const seen = Object.hasOwn(query, key) ? query[key] : undefined;
-    setOwn(query, key, seen === undefined ? value : [seen, value].flat());
-  }
-  return query;
-}
-
 function readJson(req: IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -138,7 +129,7 @@ interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
   route: Compiled;
-  values: { params: object; query: object; headers: object; body: unknown };
+  values: { params: object; query: unknown; headers: object; body: unknown };
   info: RecordingInfo;
   /** Report-only: where the guard puts each would-be deny. */
   denials: PathDenial[] | undefined;
@@ -240,7 +231,8 @@ export function nodeGate(options: NodeGateOptions, routes: readonly NodeRoute[])
     if (route === undefined) return refuse({ req, res }, 404, 'not found');
     const params = readParams(route, path);
     if (params === undefined) return refuse({ req, res }, 400, 'bad escape in the path');
-    const query = parseQuery(split === -1 ? '' : url.slice(split + 1));
+    // A repeated key is an array, as both frameworks' query parsers give it.
+    const query = recordView(new URLSearchParams(split === -1 ? '' : url.slice(split + 1)));
     const x: Exchange = {
       req,
       res,

@@ -235,8 +235,12 @@ export class RouteGuard {
   private readonly values: readonly CompiledSpec[];
   /** Specs for multipart filenames, checked part by part by `checkFile`. */
   private readonly files: readonly CompiledSpec[];
-  /** The sources `values` reads: their records in `request.pathgate` are filled per request. */
-  private readonly declares: Readonly<Record<PathSource, boolean>>;
+  /**
+   * The sources `checkRequest` reads: their records in `request.pathgate`
+   * are filled per request, and an adapter hands over only these (a parsed
+   * query or body through `recordView`).
+   */
+  readonly declares: Readonly<Record<PathSource, boolean>>;
   /** Looked up once: every value goes straight to `decide`. */
   private readonly compiled: CompiledPolicy;
   private readonly write: boolean;
@@ -265,12 +269,12 @@ export class RouteGuard {
     this.bodyLabel = this.values.find((s) => s.source === 'body')?.label;
     this.fileLabel = this.files[0]?.label;
     const declares = (source: PathSource) => this.values.some((s) => s.source === source);
-    this.declares = {
+    this.declares = Object.freeze({
       params: declares('params'),
       query: declares('query'),
       body: declares('body'),
       headers: declares('headers'),
-    };
+    });
   }
 
   /** Whether the route declared multipart filenames. */
