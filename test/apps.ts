@@ -48,6 +48,10 @@ export interface AppOptions {
   linger?: { lingerMs?: number; lingerBytes?: number };
   /** busboy's limits, for @fastify/multipart and for the gate's multer alike. */
   multipartLimits?: { fieldSize?: number };
+  /** Both apps' query parser (Express's 'query parser', Fastify's `querystringParser`). */
+  queryParser?: (text: string) => unknown;
+  /** What both apps make of a parsed JSON body before the gate: a custom parser's shape. */
+  jsonBody?: (parsed: unknown) => unknown;
 }
 
 /** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
@@ -75,7 +79,15 @@ export function buildExpress(options: AppOptions): express.Express {
   });
   const upload = gate.multer({ storage: multer.memoryStorage(), limits: options.multipartLimits });
   const app = express();
+  if (options.queryParser) app.set('query parser', options.queryParser);
   app.use(express.json());
+  const { jsonBody } = options;
+  if (jsonBody) {
+    app.use((req, _res, next) => {
+      if (req.is('application/json')) req.body = jsonBody(req.body);
+      next();
+    });
+  }
   for (const route of options.routes) {
     const method = route.method === 'GET' ? 'get' : 'post';
     const files = takesFiles(route) ? [upload.any()] : [];
@@ -102,7 +114,18 @@ export function buildExpress(options: AppOptions): express.Express {
 export async function buildFastify(options: AppOptions): Promise<FastifyInstance> {
   // close() ends every connection, as the Express side's does: Fastify's
   // default leaves a busy keep-alive socket open for its 72 s timeout.
-  const app = Fastify({ forceCloseConnections: true });
+  const querystringParser = options.queryParser as (text: string) => Record<string, string>;
+  const app = Fastify({
+    forceCloseConnections: true,
+    ...(options.queryParser ? { routerOptions: { querystringParser } } : {}),
+  });
+  const { jsonBody } = options;
+  if (jsonBody) {
+    app.addHook('preValidation', async (request) => {
+      const json = request.headers['content-type']?.startsWith('application/json') === true;
+      if (json) request.body = jsonBody(request.body);
+    });
+  }
   await app.register(fastifyGate, {
     policy: options.policy,
     reportOnly: options.reportOnly,

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PathSpec, RequestValues } from '@pathgate/core';
+import { type PathSpec, type RequestValues, recordView } from '@pathgate/core';
 import type { Request } from 'express';
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -48,30 +48,50 @@ const UNREADABLE = new Proxy(Object.freeze({}), {
  * throwing value read is, not an error for a 500: Express 5's `req.query`
  * parses the URL on each read (a query parser decoding `%ZZ` with
  * decodeURIComponent throws), and a lazy body parser's `req.body` may too.
+ * A parser's container (`URLSearchParams`, `Map`) is read as its record
+ * view, so that every spec, optional ones too, checks what the handler's
+ * `.get()` reads.
  */
 function readPart(req: Request, part: 'query' | 'body'): unknown {
   try {
-    return req[part];
+    return recordView(req[part]);
   } catch {
     return UNREADABLE;
   }
 }
 
 /**
+ * Body specs without query ones: the request itself, unless a parser made
+ * the body a container. A body whose read throws leaves the request as it
+ * is too: the guard's own read of it throws, and denies.
+ */
+const bodyValues: ValuesReader = (req) => {
+  let body: unknown;
+  try {
+    body = req.body;
+  } catch {
+    return req;
+  }
+  const view = recordView(body);
+  return view === body ? req : { params: req.params, body: view, headers: req.headers };
+};
+
+/**
  * Works out once, when a route is built, what its guard reads the request
  * from. Usually the request itself, as in the Fastify adapter (its guard
- * joins a named wildcard's segments, so `req.params` needs no copy). With a
- * query spec, an object of the parts the specs name: Express 5's `req.query`
- * getter parses the URL on every read, and this reads it once for all. With
- * a Referer (or Referrer) spec, the headers as `req.get()` reads them.
+ * joins a named wildcard's segments, so `req.params` needs no copy; with
+ * body specs, unless the body is a container). With a query spec, an object
+ * of the parts the specs name: Express 5's `req.query` getter parses the
+ * URL on every read, and this reads it once for all. With a Referer (or
+ * Referrer) spec, the headers as `req.get()` reads them.
  */
 export function valuesReader(paths: readonly PathSpec[]): ValuesReader {
   const specs = paths as readonly object[];
   const declares = (source: string) => specs.some((spec) => hasOwn.call(spec, source));
   const query = declares('query');
-  const referer = specs.some(namesReferer);
-  if (!query && !referer) return theRequest;
   const body = declares('body');
+  const referer = specs.some(namesReferer);
+  if (!query && !referer) return body ? bodyValues : theRequest;
   const headers = declares('headers');
   return (req) => ({
     params: req.params,

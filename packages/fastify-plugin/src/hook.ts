@@ -2,7 +2,9 @@ import {
   type GuardResult,
   type PathDenial,
   type PathSource,
+  type RequestValues,
   type RouteGuard,
+  recordView,
   UNEXPECTED_FILE,
 } from '@pathgate/core';
 import type {
@@ -54,10 +56,27 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
 }
 
 /**
+ * What the guard reads: the request itself (it reads `params`, `query`,
+ * `body` and `headers`, only those declared), unless a parser made a
+ * declared query or body a container (a `querystringParser` or a
+ * content-type parser's `URLSearchParams` or `Map`): then the parts, with
+ * its record view, so every spec, optional ones too, checks what the
+ * handler's `.get()` reads.
+ */
+function valuesOf(request: FastifyRequest, guard: RouteGuard): RequestValues {
+  const { declares } = guard;
+  if (!declares.query && !declares.body) return request;
+  const { query, body } = request;
+  const queryView = declares.query ? recordView(query) : query;
+  const bodyView = declares.body ? recordView(body) : body;
+  if (queryView === query && bodyView === body) return request;
+  return { params: request.params, query: queryView, body: bodyView, headers: request.headers };
+}
+
+/**
  * Every declared value, where it is final: after parsing and validation, as
- * the handler will see it. The request itself is the guard's `RequestValues`
- * (it reads `params`, `query`, `body` and `headers`, only those declared).
- * With `denials` (report-only), every deny goes there and none stops the rest.
+ * the handler will see it (`valuesOf`). With `denials` (report-only), every
+ * deny goes there and none stops the rest.
  */
 function checkValues(
   request: FastifyRequest,
@@ -65,7 +84,7 @@ function checkValues(
   denials: PathDenial[] | undefined,
 ): GuardResult {
   const { guard } = state;
-  const result = guard.checkRequest(request, state.info, undefined, denials);
+  const result = guard.checkRequest(valuesOf(request, guard), state.info, undefined, denials);
   if (!result.ok) return result;
   const unread = unreadBody(request, guard);
   if (unread !== undefined) {
@@ -135,7 +154,7 @@ function reportAll(
  */
 function earlyDenial(request: FastifyRequest, guard: RouteGuard): PathDenial | undefined {
   const denials: PathDenial[] = [];
-  guard.checkRequest(request, guard.newInfo(), BEFORE_BODY, denials);
+  guard.checkRequest(valuesOf(request, guard), guard.newInfo(), BEFORE_BODY, denials);
   return denials.find((denial) => denial.reason !== 'missing-path');
 }
 
@@ -174,7 +193,7 @@ function passes(
   const state = startState(request, guard, appWide);
   if (settings.reportOnly) return reportAll(request, reply, state, settings);
   // The hot path of most routes: checkValues' steps, minus the file checks.
-  const result = guard.checkRequest(request, state.info);
+  const result = guard.checkRequest(valuesOf(request, guard), state.info);
   const denial = result.ok ? unreadBody(request, guard) : result.denial;
   if (denial !== undefined && sendDenial(request, reply, denial, settings)) return false;
   state.checked = true;

@@ -1,5 +1,13 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import {
+  containerBodyRows,
+  containerOf,
+  containerQueryRows,
+  got,
+  MAP_TYPE,
+  SEARCH_TYPE,
+} from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import pathgate, { type PathSpec } from '../src/index.js';
 import { denied, newApp } from './helpers.js';
@@ -12,7 +20,7 @@ import { denied, newApp } from './helpers.js';
 const ROOT = '/srv/root';
 
 /** What a request must get: the raw value the handler reads and the checked path(s), or a deny. */
-type Want = { raw: unknown; checked: string | string[] } | { reason: string; label: string };
+type Want = { raw: unknown; checked?: string | string[] } | { reason: string; label: string };
 
 interface Shapes {
   app: FastifyInstance;
@@ -36,6 +44,7 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
     );
   parser('text/x-lazy', lazyValues);
   parser('text/x-null-proto', (text) => Object.assign(Object.create(null), { p: text }));
+  for (const type of [SEARCH_TYPE, MAP_TYPE]) parser(type, (text) => containerOf(type, text));
   app.addContentTypeParser('application/x-buffer', { parseAs: 'buffer' }, (_req, body, done) =>
     done(null, body),
   );
@@ -54,6 +63,10 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
       },
     });
   route('/q', [{ query: 'p' }], (r: { query: { p?: unknown } }) => r.query.p);
+  route('/qg', [{ query: 'p' }], (r: { query: unknown }) => got(r.query));
+  route('/qgo', [{ query: 'p', optional: true }], (r: { query: unknown }) => got(r.query));
+  route('/bg', [{ body: 'p' }], (r: { body: unknown }) => got(r.body));
+  route('/bgo', [{ body: 'p', optional: true }], (r: { body: unknown }) => got(r.body));
   route('/b', [{ body: 'p' }], bodyP);
   route('/b0', [{ body: '0' }], (r: { body: unknown }) => String(r.body));
   // The body's own `__proto__` key (JSON.parse makes one), not its prototype.
@@ -190,11 +203,6 @@ describe('router options: the handler reads the param pathgate checked', () => {
 describe('a custom querystring parser', () => {
   const P = 'query.p';
   const ROWS: readonly (readonly [string, (text: string) => unknown, Want])[] = [
-    [
-      'a Map: own properties only',
-      () => new Map([['p', 'docs/a']]),
-      { reason: 'missing-path', label: P },
-    ],
     ['an inherited p', () => Object.create({ p: 'docs/a' }), { reason: 'missing-path', label: P }],
     ['a number', () => ({ p: 42 }), { reason: 'not-a-string', label: P }],
     ['a nested list', () => ({ p: [['docs/a']] }), { reason: 'not-a-string', label: P }],
@@ -216,6 +224,20 @@ describe('a custom querystring parser', () => {
       { url: '/q?p=x' },
       want,
     );
+  });
+});
+
+describe('a container as request.query: its values are checked, as the handler gets them', () => {
+  it.each(containerQueryRows(ROOT))('%s: %s', async (_name, url, parse, want) => {
+    const querystringParser = parse as (text: string) => Record<string, string>;
+    await expectShape(await shapesApp({ routerOptions: { querystringParser } }), { url }, want);
+  });
+});
+
+describe('a container as request.body: its values are checked, optional specs too', () => {
+  it.each(containerBodyRows(ROOT))('%s: %s %s', async (_name, url, type, payload, want) => {
+    const inject = { url, method: 'POST' as const, headers: { 'content-type': type }, payload };
+    await expectShape(await shapesApp(), inject, want);
   });
 });
 
