@@ -6,12 +6,15 @@ import { ROOT, tscErrors } from './tsc.js';
 // The built d.ts files as a user's compiler meets them: checked with
 // skipLibCheck off (a broken import in them is an error, not a silent
 // `any`), under the strictest common flags, from an ES module and a CommonJS
-// module on nodenext, and from a bundler-resolved module. Each expected
+// module on nodenext, and from a bundler-resolved module; the `/http`
+// subpath too, which node10 resolution (no `exports`) finds only through
+// `typesVersions`. Each expected
 // error in the consumer goes unused, so fails the compile, when a type
 // turns into `any`.
 
 const CONSUMER = `
 import { type CheckResult, checkFs, type PathSpec, PermissionPolicy } from '@pathgate/core';
+import { bodyPending, DEFAULT_LINGER_MS, lingerClose } from '@pathgate/core/http';
 import {
   pathgate as expressGate,
   PathgateDeniedError as ExpressDeniedError,
@@ -26,6 +29,7 @@ import {
 } from '@pathgate/fastify';
 import express from 'express';
 import Fastify from 'fastify';
+import type { IncomingMessage } from 'node:http';
 
 const policy = new PermissionPolicy({ root: '/srv', permissions: { fs: ['rw:uploads/**'] } });
 export const result: CheckResult = checkFs(policy, 'uploads/a.txt', 'write');
@@ -34,6 +38,12 @@ export const result: CheckResult = checkFs(policy, 'uploads/a.txt', 'write');
 export const spec: PathSpec = { params: 'a', query: undefined, under: undefined, optional: undefined };
 // @ts-expect-error a spec names one source
 export const twoSources: PathSpec = { params: 'a', query: 'b' };
+
+// A third adapter's refusal of a body still arriving.
+export const linger = (req: IncomingMessage): boolean =>
+  bodyPending(req) && lingerClose(req, { lingerMs: DEFAULT_LINGER_MS });
+// @ts-expect-error a boolean is not a string (it would be, were the type any)
+export const lingerType: string = lingerClose({} as IncomingMessage);
 
 const app = Fastify();
 void app.register(fastifyGate, { policy });
