@@ -12,7 +12,9 @@ export type StreamHandler = (req: Request, parser: unknown) => void;
  * (files go to `file.pathgatePath`; give `storage` to store elsewhere).
  */
 export interface PathgateMulterOptions
-  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest' | 'limits'> {
+  extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest' | 'limits' | 'fileFilter'> {
+  /** Runs after pathgate's, on allowed files. @types/multer's method form refuses `undefined`. */
+  fileFilter?: Options['fileFilter'] | undefined;
   /** multer's limits, or (multer 2.x) a function of the request returning them. Default: none. */
   limits?: Options['limits'] | ((req: Request) => Options['limits']);
   /** multer 2.x: the charset of text fields that declare none. Default `'utf8'`. */

@@ -77,6 +77,7 @@ describe('types', () => {
     // An optional field holding undefined counts as absent.
     gate.diskStorage({ overwrite: undefined });
     gate.multer({ streamHandler: undefined });
+    gate.multer({ fileFilter: undefined, storage: undefined, limits: undefined });
     // multer 2.x options @types/multer lacks: taken at run time, so typed.
     gate.multer({
       defCharset: 'latin1',
