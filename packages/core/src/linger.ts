@@ -20,9 +20,9 @@ export interface LingerOptions {
    * Longest time to keep reading after the answer, in ms (a timer holds
    * 2³¹ - 1 at most: a longer one waits that long). Default 2000.
    */
-  lingerMs?: number;
+  lingerMs?: number | undefined;
   /** Most bytes to read and drop after the answer. Default 64 MiB. */
-  lingerBytes?: number;
+  lingerBytes?: number | undefined;
 }
 
 /** What `lingerClose` needs of an IncomingMessage. */

@@ -102,13 +102,13 @@ export interface GuardSettings {
    * (Express 5's named wildcard, `/files/*path`), not a list of paths: the
    * adapter can then pass its request as it is, with no joined copy.
    */
-  readonly paramSegments?: boolean;
+  readonly paramSegments?: boolean | undefined;
   /**
    * A `host` header spec reads `:authority` when no `host` header came
    * (HTTP/2), as Fastify's `request.host` does: the value checked is the one
    * the handler reads there.
    */
-  readonly authorityHost?: boolean;
+  readonly authorityHost?: boolean | undefined;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { type LingeringRequest, lingerClose } from '../src/http.js';
 import {
   type CanonicalizeFailure,
   type CanonicalizeOptions,
@@ -258,6 +259,19 @@ describe('route guard', () => {
     if (file.ok) expectTypeOf(file.file).toEqualTypeOf<CheckedFile | undefined>();
     if (file.ok && file.file) expectTypeOf(file.file.path).toEqualTypeOf<string>();
     expect(result).toEqual({ ok: true });
+  });
+
+  it('an adapter passes its optional settings on as they are: undefined is absent', () => {
+    const settings: { lingerMs?: number | undefined; paramSegments?: boolean | undefined } = {};
+    const guard = compileRouteGuard(policy, { mode: 'read', paths: [{ params: 'p' }] }, 'GET /', {
+      paramSegments: settings.paramSegments,
+      authorityHost: undefined,
+    });
+    expect(guard.checkRequest({ params: { p: ['uploads', 'a'] } }, guard.newInfo()).ok).toBe(false);
+    // Compiled, never run: it needs a request.
+    const linger = (req: LingeringRequest) =>
+      lingerClose(req, { lingerMs: settings.lingerMs, lingerBytes: undefined });
+    expectTypeOf(linger).returns.toEqualTypeOf<boolean>();
   });
 
   it('GuardDenyReason adds missing-path and unexpected-file', () => {
