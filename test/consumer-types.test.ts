@@ -1,6 +1,17 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { completeSnippets } from './readme-code.js';
 import { ROOT, tscErrors } from './tsc.js';
 
 // The built d.ts files as a user's compiler meets them: checked with
@@ -114,14 +125,19 @@ const SETUPS = [
 const dir = mkdtempSync(join(ROOT, '.consumer-types-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Compiles `files` (name to text) in `project` under STRICT plus `options`: the errors, or ''. */
+function compileProject(project: string, files: Record<string, string>, options: object): string {
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(project, file), text);
+  const config = { compilerOptions: { ...STRICT, ...options }, files: Object.keys(files) };
+  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(config));
+  return tscErrors(project);
+}
+
 function compile(name: string, files: readonly string[], options: object): string {
   const project = join(dir, name);
   rmSync(project, { recursive: true, force: true });
   mkdirSync(project);
-  for (const file of files) writeFileSync(join(project, file), CONSUMER);
-  const config = { compilerOptions: { ...STRICT, ...options }, files };
-  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(config));
-  return tscErrors(project);
+  return compileProject(project, Object.fromEntries(files.map((f) => [f, CONSUMER])), options);
 }
 
 describe('the packages’ types in a consumer, skipLibCheck off', () => {
@@ -132,4 +148,66 @@ describe('the packages’ types in a consumer, skipLibCheck off', () => {
     },
     120_000,
   );
+});
+
+/** The packages, by name; the packages they install are found in their node_modules. */
+const PACKAGES: Record<string, string> = {
+  '@pathgate/core': join(ROOT, 'packages', 'core'),
+  '@pathgate/fastify': join(ROOT, 'packages', 'fastify-plugin'),
+  '@pathgate/express': join(ROOT, 'packages', 'express-middleware'),
+};
+
+/** Where `name` is installed: a package of the repository, or a dependency of one (or of the root). */
+function installedAt(name: string): string {
+  const own = PACKAGES[name];
+  if (own !== undefined) return own;
+  const found = [...Object.values(PACKAGES), ROOT]
+    .map((dir) => join(dir, 'node_modules', name))
+    .find((dir) => existsSync(dir));
+  if (found === undefined) throw new Error(`${name} is not installed in the repository`);
+  return realpathSync(found);
+}
+
+/** The packages the `npm install` lines of a README's first `sh` block name. */
+function installLines(readme: string): string[] {
+  const text = readFileSync(join(ROOT, readme), 'utf8');
+  const block = /```sh\n([\s\S]*?)```/.exec(text)?.[1] ?? '';
+  return block.split('\n').flatMap((line) => {
+    const [npm, install, ...words] = line.replace(/#.*/, '').trim().split(/\s+/);
+    return npm === 'npm' && install === 'install' ? words.filter((w) => !w.startsWith('-')) : [];
+  });
+}
+
+/** Links `name` into `app`'s node_modules, as pnpm links a package the app lists. */
+function link(app: string, name: string): void {
+  mkdirSync(dirname(join(app, 'node_modules', name)), { recursive: true });
+  symlinkSync(installedAt(name), join(app, 'node_modules', name), 'dir');
+}
+
+// pnpm gives an app's node_modules only the packages it lists: npm would
+// hoist an adapter's peers and its own @types/express beside them, so an
+// app's `import express from 'express'` finds them there without asking.
+// Each README's examples compile in such an app, outside the repository
+// (whose node_modules would lend the rest), with what its install lines name.
+describe.each([
+  'README.md',
+  'packages/core/README.md',
+  'packages/fastify-plugin/README.md',
+  'packages/express-middleware/README.md',
+])('the examples of %s in an app installed by pnpm', (readme) => {
+  it('compile with what its install lines name, skipLibCheck off', () => {
+    const app = mkdtempSync(join(tmpdir(), 'pathgate-pnpm-app-'));
+    try {
+      for (const name of [...installLines(readme), '@types/node']) link(app, name);
+      const examples = completeSnippets(readme).map((code, i) => [
+        `example${i}.mts`,
+        `${code}\nexport {};\n`,
+      ]);
+      expect(examples.length).toBeGreaterThan(0);
+      const options = { module: 'nodenext', moduleResolution: 'nodenext' };
+      expect(compileProject(app, Object.fromEntries(examples), options)).toBe('');
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
