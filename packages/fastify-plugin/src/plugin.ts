@@ -19,6 +19,13 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
       `pathgate: registered already in this context or one above it; ${ONCE_PER_TREE}`,
     );
   }
+  // The same, by the other build (kState is each build's own symbol): both
+  // would wrap each route's handler, and Fastify fail on the second.
+  if (fastify.hasRequestDecorator('pathgate')) {
+    throw new Error(
+      `pathgate: request.pathgate is decorated already in this context or one above it: by another copy of @pathgate/fastify (its ES module and CommonJS builds are two copies: load it the same way everywhere, all by import or all by require), or by the app; ${ONCE_PER_TREE}`,
+    );
+  }
   if (registeredBelow(fastify)) {
     throw new Error(
       `pathgate: a context inside this one registered pathgate already; ${ONCE_PER_TREE}`,

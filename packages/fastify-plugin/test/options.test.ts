@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { PermissionPolicy } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
 import pathgate, { pathgate as named, type PathgateOptions } from '../src/index.js';
@@ -61,6 +62,26 @@ describe('the plugin', () => {
     app.register(pathgate, { fs: [] });
     await expect(app.ready()).rejects.toThrow(
       'pathgate: a context inside this one registered pathgate already',
+    );
+  });
+
+  it('registered below the other build of this package: startup fails, saying how to load it', async () => {
+    // An ES module app imports the plugin; a CommonJS plugin of its own requires it.
+    const other = createRequire(import.meta.url)('../dist/index.cjs') as {
+      pathgate: typeof pathgate;
+    };
+    const app = newApp();
+    await app.register(other.pathgate, { fs: [] });
+    app.register(async (child) => {
+      await child.register(pathgate, { fs: ['**'] });
+      child.get(
+        '/a',
+        { config: { pathgate: { mode: 'read', paths: [{ query: 'p' }] } } },
+        () => '',
+      );
+    });
+    await expect(app.ready()).rejects.toThrow(
+      'pathgate: request.pathgate is decorated already in this context or one above it: by another copy of @pathgate/fastify (its ES module and CommonJS builds are two copies',
     );
   });
 
