@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -140,6 +141,48 @@ describe.each([EXPRESS, FASTIFY])('$name as a built package', (adapter) => {
       if (typeof declared === 'string') expect(types).toContain(declared);
       else expect(types).toMatch(declared);
     }
+  });
+});
+
+// An ES module app that imports the adapter while a CommonJS module of its
+// own requires it holds two copies, which do not see each other's
+// middleware: on one route they fail closed (the README's Limitations).
+describe('@pathgate/express, both builds in one app', () => {
+  let installed: Installed;
+  beforeAll(() => {
+    installed = installBuilt(EXPRESS.name, EXPRESS.dir, 'function probe() {}');
+  });
+  afterAll(() => installed?.remove());
+
+  it("refuses an upload a gate of one build leaves to the other's gate.multer(), storing nothing", () => {
+    const root = join(installed.tmp, 'root');
+    mkdirSync(root);
+    const script = join(installed.tmp, 'mixed.mjs');
+    writeFileSync(
+      script,
+      `import { createRequire } from 'node:module';
+import * as esm from '@pathgate/express';
+const require = createRequire(import.meta.url);
+const cjs = require('@pathgate/express');
+const express = createRequire(require.resolve('@pathgate/express'))('express');
+const [one, other] = [esm, cjs].map((mod) => mod.pathgate({ root: ${JSON.stringify(root)}, fs: ['rw:**'], log: () => {} }));
+const app = express();
+app.post('/u', other.write({ file: 'f' }), one.multer().single('f'), (req, res) => res.json('stored'));
+app.get('/two/:p/:q', one.read({ params: 'p' }), other.read({ params: 'q' }), (req, res) => res.json(req.pathgate.params));
+const server = app.listen(0, '127.0.0.1', async () => {
+  const base = 'http://127.0.0.1:' + server.address().port;
+  const form = new FormData();
+  form.append('f', new Blob(['hi']), 'a.txt');
+  const upload = await fetch(base + '/u', { method: 'POST', body: form });
+  const two = await fetch(base + '/two/a/b');
+  console.log(JSON.stringify([upload.status, (await upload.json()).reason, await two.json()]));
+  server.close();
+});
+`,
+    );
+    const out = execFileSync(process.execPath, [script], { cwd: installed.tmp, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual([403, 'missing-path', { q: join(root, 'b') }]);
+    expect(readdirSync(root)).toEqual([]);
   });
 });
 
