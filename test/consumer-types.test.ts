@@ -133,11 +133,11 @@ function compileProject(project: string, files: Record<string, string>, options:
   return tscErrors(project);
 }
 
-function compile(name: string, files: readonly string[], options: object): string {
+function compile(name: string, files: readonly string[], options: object, text = CONSUMER): string {
   const project = join(dir, name);
   rmSync(project, { recursive: true, force: true });
   mkdirSync(project);
-  return compileProject(project, Object.fromEntries(files.map((f) => [f, CONSUMER])), options);
+  return compileProject(project, Object.fromEntries(files.map((f) => [f, text])), options);
 }
 
 describe('the packages’ types in a consumer, skipLibCheck off', () => {
@@ -145,6 +145,62 @@ describe('the packages’ types in a consumer, skipLibCheck off', () => {
     '$name',
     ({ name, files, options }) => {
       expect(compile(name.replace(/\W+/g, '-'), files, options)).toBe('');
+    },
+    120_000,
+  );
+});
+
+/** What `dist/index.d.ts` of `packages/<dir>` exports, but `default` and `pathgate` (REQUIRER's own names). */
+function esmNames(dir: string): string[] {
+  const types = readFileSync(join(ROOT, 'packages', dir, 'dist', 'index.d.ts'), 'utf8');
+  const lists = [...types.matchAll(/^export (?:type )?\{([^}]*)\}/gm)].map((match) => match[1]);
+  return lists
+    .flatMap((list) => (list as string).split(','))
+    .map((entry) => entry.trim().split(/\s+/).at(-1) as string)
+    .filter((name) => name !== 'default' && name !== 'pathgate');
+}
+
+// A CommonJS project with verbatimModuleSyntax on takes each package by
+// `import x = require()`: @pathgate/fastify is the plugin itself, as
+// Fastify's own plugins are (its other names on it), @pathgate/express holds
+// `pathgate`. Each name the ES module exports is found there too.
+const REQUIRER = `
+import core = require('@pathgate/core');
+import pathgate = require('@pathgate/fastify');
+import adapter = require('@pathgate/express');
+import express = require('express');
+import Fastify = require('fastify');
+import type { ${esmNames('fastify-plugin').join(', ')} } from '@pathgate/fastify';
+import type { ${esmNames('express-middleware').map((name) => `${name} as Express${name}`)} } from '@pathgate/express';
+
+const options: PathgateOptions = { root: '/srv', fs: ['r:public/**'] };
+const app = Fastify();
+void app.register(pathgate, options);
+void app.register(pathgate.default, options);
+void app.register(pathgate.pathgate, options);
+void app.register(pathgate, { policy: new core.PermissionPolicy({ root: '/srv', permissions: { fs: [] } }) });
+app.get('/files/*', { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } },
+  async (request) => request.pathgate?.params['*'] ?? null);
+app.setErrorHandler((error, _request, reply) => {
+  if (!(error instanceof pathgate.PathgateDeniedError)) return reply.send(error);
+  const denied: PathgateDeniedError = error;
+  return reply.code(denied.statusCode).send({ why: denied.reason });
+});
+// @ts-expect-error an error is not a number (it would be, were the type any)
+const answered: number = new pathgate.PathgateAnsweredError();
+
+const gate: ExpressPathgate = adapter.pathgate({ root: '/srv', fs: ['r:public/**'] });
+express().get('/files/:name', gate.read({ params: 'name' }), (req, res) => {
+  res.json({ path: req.pathgate?.params['name'] ?? null, answered });
+});
+`;
+
+describe('the packages in a CommonJS consumer’s import = require(), verbatimModuleSyntax on', () => {
+  it.each(['node16', 'nodenext'])(
+    '%s',
+    (module) => {
+      const options = { module, moduleResolution: module, verbatimModuleSyntax: true };
+      expect(compile(`require-${module}`, ['consumer.cts'], options, REQUIRER)).toBe('');
     },
     120_000,
   );

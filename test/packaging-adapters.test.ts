@@ -57,6 +57,16 @@ function probe(mod, where) {
   ],
 };
 
+/** What @pathgate/fastify exports, under import and require alike. */
+const FASTIFY_NAMES = [
+  'PathgateAnsweredError',
+  'PathgateDeniedError',
+  'PathgateFieldTooLongError',
+  'PathgateRouteConfigError',
+  'default',
+  'pathgate',
+];
+
 const FASTIFY: Adapter = {
   name: '@pathgate/fastify',
   dir: fileURLToPath(new URL('../packages/fastify-plugin', import.meta.url)),
@@ -66,7 +76,8 @@ function probe(mod, where) {
   const denied = new mod.PathgateDeniedError({ reason: 'nul-byte', label: 'body.to' });
   return {
     where,
-    names: Object.keys(mod).sort(),
+    // Not fastify-plugin's alias, on the plugin require() returns.
+    names: Object.keys(mod).filter((name) => name !== 'pathgateFastify').sort(),
     sameDefault: plugin === mod.pathgate,
     meta: plugin[Symbol.for('plugin-meta')],
     skipOverride: plugin[Symbol.for('skip-override')],
@@ -84,14 +95,7 @@ function probe(mod, where) {
   };
 }`,
   expected: {
-    names: [
-      'PathgateAnsweredError',
-      'PathgateDeniedError',
-      'PathgateFieldTooLongError',
-      'PathgateRouteConfigError',
-      'default',
-      'pathgate',
-    ],
+    names: FASTIFY_NAMES,
     sameDefault: true,
     meta: { fastify: '5.x', name: '@pathgate/fastify' },
     skipOverride: true,
@@ -113,6 +117,18 @@ function probe(mod, where) {
     /declare module '@fastify\/multipart' \{\s*interface MultipartFile \{[^}]*pathgatePath\?: string;/,
   ],
 };
+
+/**
+ * The text of `dist/<file>` and of the declaration files it takes types from
+ * by a relative import (`./api.cjs` is api.d.cts), as a compiler reads them.
+ */
+function declarations(dir: string, file: string): string {
+  const text = readFileSync(join(dir, 'dist', file), 'utf8');
+  const local = [...text.matchAll(/from '\.\/([^']+)\.(c?)js'/g)].map(
+    ([, name, c]) => `${name}.d.${c}ts`,
+  );
+  return [text, ...local.map((name) => declarations(dir, name))].join('\n');
+}
 
 describe.each([EXPRESS, FASTIFY])('$name as a built package', (adapter) => {
   let installed: Installed;
@@ -136,11 +152,44 @@ describe.each([EXPRESS, FASTIFY])('$name as a built package', (adapter) => {
   });
 
   it.each(['index.d.ts', 'index.d.cts'])('%s carries the declaration merging', (file) => {
-    const types = readFileSync(join(adapter.dir, 'dist', file), 'utf8');
+    const types = declarations(adapter.dir, file);
     for (const declared of adapter.types) {
       if (typeof declared === 'string') expect(types).toContain(declared);
       else expect(types).toMatch(declared);
     }
+  });
+});
+
+// As with Fastify's own plugins, require() returns the plugin itself, the
+// ES module's names on it: `const pathgate = require('@pathgate/fastify')`
+// registers as it is, and `.default` and `.pathgate` are the plugin too.
+describe('@pathgate/fastify under require()', () => {
+  let installed: Installed;
+  beforeAll(() => {
+    installed = installBuilt(
+      FASTIFY.name,
+      FASTIFY.dir,
+      `function probe(mod) {
+  return {
+    kind: typeof mod,
+    itself: [mod.default, mod.pathgate].map((plugin) => plugin === mod),
+    meta: mod[Symbol.for('plugin-meta')],
+    names: Object.keys(mod).sort(),
+  };
+}`,
+    );
+  });
+  afterAll(() => installed?.remove());
+
+  it('is the plugin, with the default and named exports on it', () => {
+    const { names, ...cjs } = installed.run('cjs.cjs');
+    expect(cjs).toEqual({
+      kind: 'function',
+      itself: [true, true],
+      meta: { fastify: '5.x', name: '@pathgate/fastify' },
+    });
+    // Beside fastify-plugin's own alias of a plugin named @pathgate/fastify.
+    expect(names).toEqual([...FASTIFY_NAMES, 'pathgateFastify'].sort());
   });
 });
 
@@ -228,7 +277,7 @@ describe.each([EXPRESS, FASTIFY])('$name: the declaration files', (adapter) => {
       Object.hasOwn(dependencies, name) ||
       (Object.hasOwn(manifest.peerDependencies ?? {}, name) && optional[name]?.optional !== true);
     const typesPackage = (name: string) => `@types/${name.replace(/^@/, '').replace('/', '__')}`;
-    const imports = typeImports(readFileSync(join(adapter.dir, 'dist', file), 'utf8'));
+    const imports = typeImports(declarations(adapter.dir, file));
     expect(imports).toContain('@pathgate/core');
     const unbrought = imports.filter(
       (name) =>
