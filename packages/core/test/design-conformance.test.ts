@@ -614,6 +614,17 @@ describe('PermissionPolicy and checkFs(policy, path, mode)', () => {
       );
     });
 
+    it('an own option is read even when a prototype has one too; a null-prototype object’s missing ones are absent', () => {
+      const shadowed = Object.assign(Object.create({ root: '/etc' }), {
+        root: '/srv',
+        permissions: { fs: ['./*'] },
+      });
+      expect(new PermissionPolicy(shadowed).root).toBe('/srv');
+      // No Object.prototype on its chain: an option it lacks is absent, not inherited.
+      const bare = Object.assign(Object.create(null), { permissions: { fs: ['/srv/*'] } });
+      expect(new PermissionPolicy(bare).root).toBe('/');
+    });
+
     it('an option from a polluted Object.prototype counts as absent', () => {
       const proto = Object.prototype as Record<string, unknown>;
       proto.root = '/etc';
