@@ -200,6 +200,26 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     });
   });
 
+  it('alternatives too long together are refused as they are read, the heads before the brace counted', () => {
+    // Two heads ({a,b}) times 300,000 + 300,000 characters is past the limit at the second alternative.
+    const long = (c: string) => c.repeat(300_000);
+    const [heads, brace] = parseGlob(`{a,b}{${long('x')},${long('y')},z}`) as [
+      GlobNode,
+      Extract<GlobNode, { type: 'brace' }>,
+    ];
+    const read = new Set<string>();
+    const alternatives = new Proxy(brace.alternatives, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) read.add(key);
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    expect(() => expandGlob([heads, { ...brace, alternatives }])).toThrow(
+      /it expands to more than 1048576 characters/,
+    );
+    expect([...read]).toEqual(['0', '1']);
+  });
+
   it('braces may expand to exactly 1024 alternatives', () => {
     const p = new PermissionPolicy({ root: '/srv', permissions: { fs: ['{a,b}'.repeat(10)] } });
     expect(checkFs(p, 'abababbbba', 'read')).toMatchObject({ outcome: 'allow' });
