@@ -409,6 +409,16 @@ describe('checkRequest: sources, selectors and the info record', () => {
     expect(info.params).toEqual({ p: '/srv/root/docs/a' });
     expect(paramsOnly.newInfo().query).toEqual({});
   });
+
+  it('declares says which sources a spec reads, and an adapter cannot change it', () => {
+    // Adapters hand over only these parts: one left out would go unchecked.
+    const paths = [{ query: 'q' }, { headers: 'x-dir' }, { file: 'f' }];
+    const guard = guardOf({ mode: 'read', paths });
+    expect(guard.declares).toEqual({ params: false, query: true, body: false, headers: true });
+    expect(Object.isFrozen(guard.declares)).toBe(true);
+    const others = guardOf({ mode: 'read', paths: [{ params: 'p' }, { body: 'b' }] });
+    expect(others.declares).toEqual({ params: true, query: false, body: true, headers: false });
+  });
 });
 
 describe('checkRequest: each deny reason surfaces with its label', () => {
