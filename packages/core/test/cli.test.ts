@@ -33,8 +33,13 @@ function paddedPolicy(size: number): string {
 
 const RULES = ['--root', '/srv/files', '--rule', './public/**', '--rule', 'rw:./uploads/*'];
 
-/** Bidi controls: a right-to-left override shows `public/\u202etxt.exe` as `public/exe.txt`. */
-const BIDI = ['public/\u202etxt.exe', 'public/\u2066a\u2069', 'public/\u200fb\u061c'];
+/** Bidi controls, each of them: a right-to-left override shows `public/\u202etxt.exe` as `public/exe.txt`. */
+const BIDI = [
+  'public/\u202etxt.exe',
+  'public/\u2066a\u2069',
+  'public/\u200fb\u061c',
+  'public/\u200ec\u202ad\u202be\u202cf\u202dg\u2067h\u2068i',
+];
 
 /** What must not reach the output raw: DEL, C1, NEL, LS, PS and the bidi controls. */
 const RAW_UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
