@@ -200,6 +200,15 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     });
   });
 
+  it('1,048,576 characters fit; past the brace, each head counts once per alternative after it', () => {
+    expect(() => expandGlob(parseGlob('y'.repeat(1 << 20)))).not.toThrow();
+    // 512 heads of 9 characters, then alternatives of 1,024,000 together: the heads pass the limit.
+    const rule = `${'{a,b}'.repeat(9)}{${'x'.repeat(1000)},${'y'.repeat(1000)}}`;
+    expect(() => expandGlob(parseGlob(rule))).toThrow(
+      /it expands to more than 1048576 characters, its brace alternatives together$/,
+    );
+  });
+
   it('alternatives too long together are refused as they are read, the heads before the brace counted', () => {
     // Two heads ({a,b}) times 300,000 + 300,000 characters is past the limit at the second alternative.
     const long = (c: string) => c.repeat(300_000);
