@@ -25,6 +25,18 @@ function typeErrorOf(build: () => unknown): string {
   throw new Error('expected a TypeError, nothing was thrown');
 }
 
+/** A brace's alternatives, recording which of them were read: the expansion is counted, not timed. */
+function readsOf(list: readonly GlobNode[][]) {
+  const read = new Set<string>();
+  const alternatives = new Proxy(list, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) read.add(key);
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  return { alternatives, read };
+}
+
 const policy = (options: unknown) => () => new PermissionPolicy(options as PermissionPolicyOptions);
 
 type Row = readonly [name: string, options: unknown, message: string];
@@ -168,13 +180,7 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
     expect(typeErrorOf(build)).toMatch(/: braces expand to more than 1024 alternatives$/);
     // Counted, not timed: the expansion reads the second alternative, past the limit, and stops.
     const [brace] = parseGlob(rule) as [Extract<GlobNode, { type: 'brace' }>];
-    const read = new Set<string>();
-    const alternatives = new Proxy(brace.alternatives, {
-      get(target, key, receiver) {
-        if (typeof key === 'string' && /^\d+$/.test(key)) read.add(key);
-        return Reflect.get(target, key, receiver);
-      },
-    });
+    const { alternatives, read } = readsOf(brace.alternatives);
     expect(() => expandGlob([{ ...brace, alternatives }])).toThrow(GlobSyntaxError);
     expect([...read]).toEqual(['0', '1']);
   });
@@ -216,13 +222,7 @@ describe('PermissionPolicy: rule messages name the rule, its text and the reason
       GlobNode,
       Extract<GlobNode, { type: 'brace' }>,
     ];
-    const read = new Set<string>();
-    const alternatives = new Proxy(brace.alternatives, {
-      get(target, key, receiver) {
-        if (typeof key === 'string' && /^\d+$/.test(key)) read.add(key);
-        return Reflect.get(target, key, receiver);
-      },
-    });
+    const { alternatives, read } = readsOf(brace.alternatives);
     expect(() => expandGlob([heads, { ...brace, alternatives }])).toThrow(
       /it expands to more than 1048576 characters/,
     );
