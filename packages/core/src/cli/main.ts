@@ -46,20 +46,18 @@ function line({ input, ...result }: Decision): string {
  * Output the answer could not take (a full disk) is an exit 2 with the
  * error: a script would read the decision's status and go on with an empty
  * report. A reader that stopped reading (EPIPE: `| head -1`, `| grep -q`)
- * took what it wanted. The stream is done after its first error.
+ * took what it wanted. A stream reports its first error only, once every
+ * line was written: the answer is printed in one synchronous run.
  */
-let outputFailed = false;
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (outputFailed) return;
-  outputFailed = true;
   if (error.code === 'EPIPE') return;
   console.error(`pathgate: cannot write the output: ${error.message}`);
   process.exitCode = 2;
 });
 
-function print(text: string): void {
-  if (!outputFailed) process.stdout.write(`${text}\n`);
-}
+const print = (text: string): void => {
+  process.stdout.write(`${text}\n`);
+};
 
 function run(argv: readonly string[]): number {
   if (wantsHelp(argv)) {
