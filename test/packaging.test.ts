@@ -32,6 +32,7 @@ const NAMES = [
   'SAND_PERM_CODES',
   'SandboxPermissionError',
   'UNEXPECTED_FILE',
+  'UNREADABLE_PART',
 ];
 
 // One probe, run under both module systems: `core` is the package, `where` the file it resolved to.
@@ -132,6 +133,7 @@ describe('@pathgate/core as a built package', () => {
       SAND_PERM_CODES: 'object',
       SandboxPermissionError: 'function',
       UNEXPECTED_FILE: 'object',
+      UNREADABLE_PART: 'object',
     });
   });
 

@@ -24,7 +24,7 @@ export type { PermissionPolicyOptions } from './policy.js';
 export { PermissionPolicy } from './policy.js';
 export { escapes, inside, isInside } from './predicates.js';
 export { resolveSymlinks } from './realpath.js';
-export { recordView } from './record-view.js';
+export { recordView, UNREADABLE_PART } from './record-view.js';
 // The adapters' shared request guard: one decision for Fastify and Express.
 export type {
   CheckedFile,

@@ -1,13 +1,14 @@
 import { setOwn } from './own-key.js';
 
 /**
- * A part whose every value read throws, so the guard denies each of its
- * specs as `not-a-string` (optional ones too): a container whose entries
- * could not be read holds values a handler may still reach.
+ * A request part whose every value read throws, so the guard denies each
+ * of its specs as `not-a-string` (optional ones too): for a part that
+ * could not be read (a container whose entries throw, a getter that
+ * throws), whose values a handler may still reach.
  */
-const UNREADABLE = new Proxy(Object.freeze({}), {
+export const UNREADABLE_PART: object = new Proxy(Object.freeze({}), {
   getOwnPropertyDescriptor() {
-    throw new TypeError('pathgate: reading the container threw');
+    throw new TypeError('pathgate: reading the request part threw');
   },
 });
 
@@ -43,7 +44,7 @@ export function recordView(value: unknown): unknown {
     if (value instanceof URLSearchParams) return searchRecord(value);
     if (value instanceof Map) return mapRecord(value);
   } catch {
-    return UNREADABLE;
+    return UNREADABLE_PART;
   }
   return value;
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { type PathSpec, type RequestValues, recordView } from '@pathgate/core';
+import { type PathSpec, type RequestValues, recordView, UNREADABLE_PART } from '@pathgate/core';
 import type { Request } from 'express';
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -36,13 +36,6 @@ function refererHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return { ...headers, referer: value as string, referrer: value };
 }
 
-/** A part whose every read throws: the guard takes each of its values as one that fails (not-a-string). */
-const UNREADABLE = new Proxy(Object.freeze({}), {
-  getOwnPropertyDescriptor() {
-    throw new TypeError('pathgate: reading the request part threw');
-  },
-});
-
 /**
  * A part read by a getter, where a throw is a deny of its specs, as a
  * throwing value read is, not an error for a 500: Express 5's `req.query`
@@ -56,7 +49,7 @@ function readPart(req: Request, part: 'query' | 'body'): unknown {
   try {
     return recordView(req[part]);
   } catch {
-    return UNREADABLE;
+    return UNREADABLE_PART;
   }
 }
 
