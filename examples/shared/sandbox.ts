@@ -68,11 +68,6 @@ export function givenRoot(argv = process.argv, env = process.env): string | unde
   return real;
 }
 
-/** The folder the user named, or a fresh seeded one. */
-export function sandboxRoot(argv = process.argv, env = process.env): string {
-  return givenRoot(argv, env) ?? createSandbox();
-}
-
 /** `--port`, or PORT, or 3000; `0` picks a free port (the tests use it). */
 export function listenPort(argv = process.argv, env = process.env): number {
   const text = option(argv, 'port') ?? (env.PORT || undefined);
