@@ -633,3 +633,26 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit'
     }
   }, 30_000);
 });
+
+describe.each(EXAMPLES)('examples/$name-files/server.ts stopped while starting', ({ name }) => {
+  // Ctrl-C between making the temp sandbox and listening: the sandbox goes too.
+  it('removes the sandbox it made when SIGTERM comes before it listens', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'pathgate-start-stop-'));
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
+      delete env.PATHGATE_ROOT;
+      const args = ['--import', 'tsx', `examples/${name}-files/server.ts`, '--port', '0'];
+      const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env, stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      // Not just any entry: tsx keeps its cache in the temp dir too.
+      const sandboxes = () =>
+        readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-'));
+      while (sandboxes().length === 0) await sleep(1);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(sandboxes()).toEqual([]);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

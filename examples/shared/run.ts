@@ -50,9 +50,28 @@ export async function runExample(
 ): Promise<void> {
   let root: string | undefined;
   let temporary = false;
-  const removeSandbox = () => {
+  let server: Started | undefined;
+  let stopping = false;
+  const exit = (code = 0) => {
     if (temporary && root) rmSync(root, { recursive: true, force: true });
+    process.exit(code);
   };
+  // Exits once the requests the close cut off have cleaned up (an upload
+  // removes its temporary file and new folders), when nothing is left to
+  // run; exiting at once left them in the folder served. At the latest
+  // after STOP_GRACE_MS, should something never end.
+  const close = (started: Started) =>
+    started.close().finally(() => process.once('beforeExit', () => exit()));
+  // Handled from the start: a stop while the server starts (the sandbox
+  // made, not yet listening) closes it once it listens, sandbox and all.
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    setTimeout(exit, STOP_GRACE_MS).unref();
+    if (server) close(server);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   try {
     const port = listenPort();
     root = givenRoot();
@@ -60,25 +79,12 @@ export async function runExample(
       root = createSandbox();
       temporary = true;
     }
-    const server = await listen(root, port);
-    console.log(`pathgate example (${framework}) listening on ${server.url} — sandbox ${root}`);
-    const exit = () => {
-      removeSandbox();
-      process.exit(0);
-    };
-    // Exits once the requests the close cut off have cleaned up (an upload
-    // removes its temporary file and new folders), when nothing is left to
-    // run; exiting at once left them in the folder served. At the latest
-    // after STOP_GRACE_MS, should something never end.
-    const stop = () => {
-      setTimeout(exit, STOP_GRACE_MS).unref();
-      server.close().finally(() => process.once('beforeExit', exit));
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    server = await listen(root, port);
+    if (stopping) close(server);
+    else
+      console.log(`pathgate example (${framework}) listening on ${server.url} — sandbox ${root}`);
   } catch (error) {
-    removeSandbox();
     console.error(`pathgate example (${framework}): ${(error as Error).message}`);
-    process.exit(1);
+    exit(1);
   }
 }
