@@ -57,6 +57,11 @@ function checkParamNames(route: RouteOptions, declaration: RouteGuardOptions): v
   );
 }
 
+function isGetter(object: unknown, key: string): boolean {
+  if (typeof object !== 'object' || object === null) return false;
+  return Object.getOwnPropertyDescriptor(object, key)?.get !== undefined;
+}
+
 /**
  * Each route's compiled guard, keyed by its declaration (the `config.pathgate`
  * object): Fastify copies a route's `config` but not the values in it, so the
@@ -98,9 +103,14 @@ export class RouteGuards {
     this.seen = [];
     const changed = seen.find(([route, declaration]) => route.config?.pathgate !== declaration);
     if (changed === undefined) return;
-    const [{ method, url }, declaration] = changed;
+    const [route, declaration] = changed;
+    const label = routeLabel(route.method, route.url);
+    if (isGetter(route.config, 'pathgate'))
+      throw new TypeError(
+        `pathgate: route ${label}: config.pathgate is a getter that returned another declaration when read again; declare the object itself (Fastify reads a route's config more than once)`,
+      );
     throw new TypeError(
-      `pathgate: route ${routeLabel(method, url)}: config.pathgate was ${declaration === undefined ? 'set' : 'replaced'} by an onRoute hook that runs after pathgate's, so the route would not be guarded as declared; add that hook before registering pathgate`,
+      `pathgate: route ${label}: config.pathgate was ${declaration === undefined ? 'set' : 'replaced'} by an onRoute hook that runs after pathgate's, so the route would not be guarded as declared; add that hook before registering pathgate`,
     );
   }
 

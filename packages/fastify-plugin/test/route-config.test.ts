@@ -357,6 +357,22 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     },
   );
 
+  it('a config.pathgate getter that builds a new declaration on each read: the app does not start, and says why', async () => {
+    const app = newApp();
+    await withPlugin(app);
+    const config = {
+      get pathgate() {
+        return { ...READ_STAR };
+      },
+    };
+    app.get('/made/*', { config }, async () => 'x');
+    await expect(app.ready()).rejects.toThrow(
+      new TypeError(
+        "pathgate: route GET /made/*: config.pathgate is a getter that returned another declaration when read again; declare the object itself (Fastify reads a route's config more than once)",
+      ),
+    );
+  });
+
   it("an onRoute hook after pathgate's that keeps the declaration: the app starts and is guarded", async () => {
     const app = newApp();
     await withPlugin(app);
