@@ -36,7 +36,8 @@ function mapRecord(map: Map<unknown, unknown>): Record<string, unknown> {
  * handler's `.get()` reads): a `URLSearchParams` with a repeated key as the
  * list of its values, in order; a `Map` by its string keys, values as they
  * are. Anything else is returned as it is, for two `instanceof` tests.
- * Adapters pass a request's parsed query and body through it; it never
+ * Adapters pass a request's parsed query and body through it, and the route
+ * guard each container a multi-step selector meets inside them; it never
  * throws (a container it cannot read gives a part whose values all fail).
  */
 export function recordView(value: unknown): unknown {

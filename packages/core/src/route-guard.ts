@@ -10,6 +10,7 @@ import {
 import { readOwn, setOwn } from './own-key.js';
 import type { CompiledPolicy, PermissionPolicy } from './policy.js';
 import { checkRecordKeys } from './record-keys.js';
+import { recordView } from './record-view.js';
 import {
   type CompiledSpec,
   compileSpec,
@@ -136,7 +137,9 @@ function keyValue(from: unknown, key: string, segments: boolean): unknown {
  * parser's output, or the request's own getter for it: a lazy parser
  * decoding `%ZZ`, as Express 5's `req.query`) is one value that fails to
  * canonicalize, as in `selectValues`: a deny, not an error for the
- * framework to answer with a 500.
+ * framework to answer with a 500. A multi-step selector reads a parser's
+ * container on its way (`['meta', 'path']` in a body whose `meta` is a
+ * `Map`) as its record view, as the adapters read the part itself.
  */
 function readValue(
   request: RequestValues,
@@ -149,7 +152,7 @@ function readValue(
     const from = partOf(request, source);
     let value =
       selector.key === undefined
-        ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector)
+        ? select(segments ? joinedParam(from, selector.steps[0]) : from, selector, recordView)
         : keyValue(from, selector.key, segments);
     if (authority && value === MISSING) value = ownValue(from, ':authority');
     // A list is copied here, inside the try: a proxy's `length` or a revoked one's

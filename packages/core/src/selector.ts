@@ -50,8 +50,13 @@ export function ownValue(current: unknown, key: string): unknown {
  * prototype chain. A key holding `undefined` is missing; an in-bounds index
  * selects its element even when it is `undefined` or a hole (DESIGN.md: a
  * failing value, not a missing one), and nothing is read below such an element.
+ * `view`, when given, turns what a key step meets into the object it reads.
  */
-export function select(args: unknown, selector: CompiledSelector): unknown {
+export function select(
+  args: unknown,
+  selector: CompiledSelector,
+  view?: (value: unknown) => unknown,
+): unknown {
   let current = args;
   for (const step of selector.steps) {
     if (typeof step === 'number') {
@@ -59,7 +64,7 @@ export function select(args: unknown, selector: CompiledSelector): unknown {
       current = current[step];
       if (current === undefined) return undefined;
     } else {
-      current = ownValue(current, step);
+      current = ownValue(view === undefined ? current : view(current), step);
       if (current === MISSING) return MISSING;
     }
   }

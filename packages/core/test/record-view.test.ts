@@ -115,3 +115,43 @@ describe('through a route guard', () => {
     expect(check(true, proxy)).toBe('not-a-string');
   });
 });
+
+describe('a container inside a part, on a multi-step selector', () => {
+  // A decoder that makes maps into `Map`s (CBOR, some MessagePack setups)
+  // nests them: the handler's `body.meta.get('p')` reads what the guard checks.
+  const policy = new PermissionPolicy({ root: '/srv/root', permissions: { fs: ['docs/**'] } });
+  const check = (selector: readonly (string | number)[], optional: boolean, body: unknown) => {
+    const declaration = { mode: 'read', paths: [{ body: selector, optional }] };
+    const guard = compileRouteGuard(policy, declaration as RouteGuardOptions, 'POST /b');
+    const info = guard.newInfo();
+    const result = guard.checkRequest({ body }, info);
+    return result.ok ? info.body : result.denial.reason;
+  };
+  const climbing = '../../etc/passwd';
+
+  it.each([true, false])('a nested Map is read by its keys (optional: %s)', (optional) => {
+    const body = { meta: new Map([['p', climbing]]) };
+    expect(check(['meta', 'p'], optional, body)).toBe('path-not-in-allowlist');
+    const allowed = { meta: new Map([['p', 'docs/a']]) };
+    expect(check(['meta', 'p'], optional, allowed)).toEqual({ 'meta.p': '/srv/root/docs/a' });
+  });
+
+  it('Maps in a list, a URLSearchParams in a Map', () => {
+    const listed = { files: [new Map([['p', 'docs/a']]), new Map([['p', climbing]])] };
+    expect(check(['files', 0, 'p'], true, listed)).toEqual({ 'files.0.p': '/srv/root/docs/a' });
+    expect(check(['files', 1, 'p'], true, listed)).toBe('path-not-in-allowlist');
+    const search = new Map([['q', new URLSearchParams(`p=docs/a&p=${climbing}`)]]);
+    expect(check(['q', 'p'], true, search)).toBe('path-not-in-allowlist');
+  });
+
+  it('a nested container that cannot be read denies an optional spec', () => {
+    const body = { meta: new Proxy(new Map([['p', 'docs/a']]), {}) };
+    expect(check(['meta', 'p'], true, body)).toBe('not-a-string');
+  });
+
+  it('absent in the nested Map: missing, skipped when optional', () => {
+    const body = { meta: new Map([['x', 'docs/a']]) };
+    expect(check(['meta', 'p'], true, body)).toEqual({});
+    expect(check(['meta', 'p'], false, body)).toBe('missing-path');
+  });
+});
