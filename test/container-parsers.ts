@@ -13,13 +13,20 @@ export const mapParams = (text: string): Map<string, string> => new Map(new URLS
 /** A container's `.get('p')` (a `Map` or a `URLSearchParams`), as the rows' handlers read it. */
 export const got = (container: unknown): unknown => (container as Map<string, unknown>).get('p');
 
-/** The content types whose body parser hands over a `Map` and a `URLSearchParams`. */
+/** The content types whose body parser hands over a `Map`, a `URLSearchParams`, or `{ meta: Map }`. */
 export const MAP_TYPE = 'text/x-map';
 export const SEARCH_TYPE = 'text/x-search';
+export const NESTED_TYPE = 'text/x-nested';
+export const CONTAINER_TYPES = [MAP_TYPE, SEARCH_TYPE, NESTED_TYPE] as const;
 
-/** A body parser's container for a content type of the rows: a `Map`, else a `URLSearchParams`. */
-export const containerOf = (type: string | undefined, text: string): unknown =>
-  type === MAP_TYPE ? mapParams(text) : searchParams(text);
+/** A body parser's container for a content type of the rows. */
+export const containerOf = (type: string | undefined, text: string): unknown => {
+  if (type === MAP_TYPE) return mapParams(text);
+  return type === NESTED_TYPE ? { meta: mapParams(text) } : searchParams(text);
+};
+
+/** What the handler of `/bn` reads: `body.meta.get('p')`. */
+export const gotNested = (body: unknown): unknown => got((body as { meta: unknown }).meta);
 
 /** What a row's request gets: the handler's `.get('p')` and the checked path(s), or a deny. */
 export type ContainerWant =
@@ -101,7 +108,7 @@ export function containerQueryRows(root: string): readonly QueryRow[] {
   ];
 }
 
-/** POSTs to `/bg` (`{ body: 'p' }`) and `/bgo` (optional), a body parser making the row's container. */
+/** POSTs to `/bg` (`{ body: 'p' }`), `/bgo` (optional) and `/bn`, a body parser making the row's container. */
 export function containerBodyRows(root: string): readonly BodyRow[] {
   const out = { reason: 'path-not-in-allowlist', label: 'body.p' } as const;
   return [
@@ -122,5 +129,20 @@ export function containerBodyRows(root: string): readonly BodyRow[] {
       { raw: 'docs/b', checked: `${root}/docs/b` },
     ],
     ['a Map, optional: climbing out', '/bgo', MAP_TYPE, 'p=../../etc/passwd', out],
+    // `/bn`: `{ body: ['meta', 'p'], optional: true }`, a body of `{ meta: Map }`.
+    [
+      'a Map inside the body, optional: climbing out',
+      '/bn',
+      NESTED_TYPE,
+      'p=../../etc/passwd',
+      { reason: 'path-not-in-allowlist', label: 'body.meta.p' },
+    ],
+    [
+      'a Map inside the body, optional',
+      '/bn',
+      NESTED_TYPE,
+      'p=docs/a',
+      { raw: 'docs/a', checked: `${root}/docs/a` },
+    ],
   ];
 }

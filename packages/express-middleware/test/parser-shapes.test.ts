@@ -7,6 +7,7 @@ import {
   containerOf,
   containerQueryRows,
   got,
+  gotNested,
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import { pathgate } from '../src/index.js';
@@ -71,6 +72,11 @@ const ROUTES: Record<string, Route> = {
     spec: { body: 'p', optional: true },
     before: [containerBody],
     raw: (req) => got(req.body),
+  },
+  '/bn': {
+    spec: { body: ['meta', 'p'], optional: true },
+    before: [containerBody],
+    raw: (req) => gotNested(req.body),
   },
   '/h': { spec: { headers: 'X-P' }, raw: (req) => req.headers['x-p'] },
   '/cookie': { spec: { headers: 'set-cookie' }, raw: (req) => req.headers['set-cookie'] },

@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import {
+  CONTAINER_TYPES,
   containerBodyRows,
   containerOf,
   containerQueryRows,
   got,
-  MAP_TYPE,
-  SEARCH_TYPE,
+  gotNested,
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import pathgate, { type PathSpec } from '../src/index.js';
@@ -44,7 +44,7 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
     );
   parser('text/x-lazy', lazyValues);
   parser('text/x-null-proto', (text) => Object.assign(Object.create(null), { p: text }));
-  for (const type of [SEARCH_TYPE, MAP_TYPE]) parser(type, (text) => containerOf(type, text));
+  for (const type of CONTAINER_TYPES) parser(type, (text) => containerOf(type, text));
   app.addContentTypeParser('application/x-buffer', { parseAs: 'buffer' }, (_req, body, done) =>
     done(null, body),
   );
@@ -67,6 +67,9 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
   route('/qgo', [{ query: 'p', optional: true }], (r: { query: unknown }) => got(r.query));
   route('/bg', [{ body: 'p' }], (r: { body: unknown }) => got(r.body));
   route('/bgo', [{ body: 'p', optional: true }], (r: { body: unknown }) => got(r.body));
+  route('/bn', [{ body: ['meta', 'p'], optional: true }], (r: { body: unknown }) =>
+    gotNested(r.body),
+  );
   route('/b', [{ body: 'p' }], bodyP);
   route('/b0', [{ body: '0' }], (r: { body: unknown }) => String(r.body));
   // The body's own `__proto__` key (JSON.parse makes one), not its prototype.
