@@ -1,42 +1,23 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
+import { FOLDER, SERVED, SERVED_RULES, writeServedFiles } from '../../../test/served-files.js';
 import pathgate from '../src/index.js';
 import { listen, newApp, request, sandbox } from './helpers.js';
 
 // The README's recipe for @fastify/static, as written: a guarded wildcard
 // route hands the checked path to `reply.sendFile(basename, dirname, …)`.
-// What send() serves must be the file the check saw, whatever the name
-// holds, and never a file below it.
 
 /** The README as one line of prose: a quote may wrap. */
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
 
-const RULES = ['./public/*'];
-
-/** Files on disk, relative to the root, and what each holds. */
-const FILES: Record<string, string> = {
-  'public/a.txt': 'a',
-  'public/a%41.txt': 'percent',
-  'public/aA.txt': 'decoded',
-  'public/x%2Fy.txt': 'encoded slash',
-  'public/x/y.txt': 'below',
-  'public/q?x.txt': 'question',
-  'public/h#x.txt': 'hash',
-  // A folder `public/*` allows, whose index `public/*` does not.
-  'public/dir/index.html': 'index',
-};
-
 async function serve() {
   const root = sandbox();
-  for (const [file, text] of Object.entries(FILES)) {
-    mkdirSync(dirname(join(root, file)), { recursive: true });
-    writeFileSync(join(root, file), text);
-  }
+  writeServedFiles(root);
   const app = newApp();
-  await app.register(pathgate, { root, fs: RULES });
+  await app.register(pathgate, { root, fs: SERVED_RULES });
   await app.register(fastifyStatic, { root, serve: false });
   const read = { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } } as const;
   app.get('/files/*', read, (request, reply) => {
@@ -53,14 +34,7 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
 
   it('serves the file the check saw, its name as written', async () => {
     const { port } = await serve();
-    const cases: [string, string][] = [
-      ['public/a.txt', 'a'],
-      ['public/a%2541.txt', 'percent'],
-      ['public/x%252Fy.txt', 'encoded slash'],
-      ['public/q%3Fx.txt', 'question'],
-      ['public/h%23x.txt', 'hash'],
-    ];
-    for (const [path, text] of cases) {
+    for (const [path, text] of SERVED) {
       const answer = await request(port, { path: `/files/${path}` });
       expect([path, answer.status, answer.text]).toEqual([path, 200, text]);
     }
@@ -68,10 +42,10 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
 
   it("a folder the rules allow: a 404, not its index.html, which they don't", async () => {
     const { root, port } = await serve();
-    const policy = new PermissionPolicy({ root, permissions: { fs: RULES } });
+    const policy = new PermissionPolicy({ root, permissions: { fs: SERVED_RULES } });
     expect(checkFs(policy, 'public/dir', 'read').outcome).toBe('allow');
     expect(checkFs(policy, 'public/dir/index.html', 'read').outcome).toBe('deny');
-    for (const path of ['public/dir', 'public/dir/']) {
+    for (const path of FOLDER) {
       for (const method of ['GET', 'HEAD']) {
         const answer = await request(port, { method, path: `/files/${path}` });
         expect([method, path, answer.status, answer.text.includes('index')]).toEqual([
