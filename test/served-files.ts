@@ -18,6 +18,7 @@ const FILES: Record<string, string> = {
   'public/x/y.txt': 'below',
   'public/q?x.txt': 'question',
   'public/h#x.txt': 'hash',
+  'public/a\\b.txt': 'backslash',
   // A folder `public/*` allows, whose index `public/*` does not.
   'public/dir/index.html': 'index',
 };
@@ -38,6 +39,12 @@ export const SERVED: readonly (readonly [string, string])[] = [
   ['public/q%3Fx.txt', 'question'],
   ['public/h%23x.txt', 'hash'],
 ];
+
+/**
+ * A name holding `\`: Express serves it; @fastify/static refuses every such
+ * name (403 `FST_STATIC_FORBIDDEN_PATH`), as a Windows separator.
+ */
+export const BACKSLASH = ['public/a%5Cb.txt', 'backslash'] as const;
 
 /** Requests naming the folder: the rules allow it, not its index.html, so a 404. */
 export const FOLDER = ['public/dir', 'public/dir/'];

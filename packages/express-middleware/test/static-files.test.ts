@@ -1,6 +1,12 @@
 import type express from 'express';
 import { describe, expect, it } from 'vitest';
-import { FOLDER, SERVED, SERVED_RULES, writeServedFiles } from '../../../test/served-files.js';
+import {
+  BACKSLASH,
+  FOLDER,
+  SERVED,
+  SERVED_RULES,
+  writeServedFiles,
+} from '../../../test/served-files.js';
 import { pathgate } from '../src/index.js';
 import { onApp, request } from './helpers.js';
 
@@ -20,7 +26,7 @@ function build(root: string, app: express.Express): void {
 describe('README: res.sendFile with the checked path', () => {
   it('serves the file the check saw, its name as written', () =>
     onApp(build, async (port) => {
-      for (const [path, text] of SERVED) {
+      for (const [path, text] of [...SERVED, BACKSLASH]) {
         const answer = await request(port, 'GET', `/files/${path}`);
         expect([path, answer.status, answer.text]).toEqual([path, 200, text]);
       }

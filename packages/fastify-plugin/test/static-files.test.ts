@@ -3,7 +3,13 @@ import { basename, dirname } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
-import { FOLDER, SERVED, SERVED_RULES, writeServedFiles } from '../../../test/served-files.js';
+import {
+  BACKSLASH,
+  FOLDER,
+  SERVED,
+  SERVED_RULES,
+  writeServedFiles,
+} from '../../../test/served-files.js';
 import pathgate from '../src/index.js';
 import { listen, newApp, request, sandbox } from './helpers.js';
 
@@ -38,6 +44,15 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
       const answer = await request(port, { path: `/files/${path}` });
       expect([path, answer.status, answer.text]).toEqual([path, 200, text]);
     }
+  });
+
+  it('a name holding a backslash: refused by @fastify/static, where Express serves it', async () => {
+    const { port } = await serve();
+    const answer = await request(port, { path: `/files/${BACKSLASH[0]}` });
+    expect([answer.status, (answer.json as { code?: string }).code]).toEqual([
+      403,
+      'FST_STATIC_FORBIDDEN_PATH',
+    ]);
   });
 
   it("a folder the rules allow: a 404, not its index.html, which they don't", async () => {
