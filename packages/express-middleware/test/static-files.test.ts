@@ -1,12 +1,6 @@
 import type express from 'express';
 import { describe, expect, it } from 'vitest';
-import {
-  BACKSLASH,
-  FOLDER,
-  SERVED,
-  SERVED_RULES,
-  writeServedFiles,
-} from '../../../test/served-files.js';
+import * as served from '../../../test/served-files.js';
 import { pathgate } from '../src/index.js';
 import { onApp, request } from './helpers.js';
 
@@ -14,8 +8,8 @@ import { onApp, request } from './helpers.js';
 // answers as the Fastify plugin's @fastify/static recipe does (same table).
 
 function build(root: string, app: express.Express): void {
-  writeServedFiles(root);
-  const gate = pathgate({ root, fs: SERVED_RULES });
+  served.writeServedFiles(root);
+  const gate = pathgate({ root, fs: served.SERVED_RULES });
   app.get('/files/*path', gate.read({ params: 'path' }), (req, res) => {
     const path = req.pathgate?.params.path; // the checked, canonical path
     if (path === undefined) return res.sendStatus(404);
@@ -26,7 +20,7 @@ function build(root: string, app: express.Express): void {
 describe('README: res.sendFile with the checked path', () => {
   it('serves the file the check saw, its name as written', () =>
     onApp(build, async (port) => {
-      for (const [path, text] of [...SERVED, BACKSLASH]) {
+      for (const [path, text] of [...served.SERVED, served.BACKSLASH]) {
         const answer = await request(port, 'GET', `/files/${path}`);
         expect([path, answer.status, answer.text]).toEqual([path, 200, text]);
       }
@@ -34,7 +28,7 @@ describe('README: res.sendFile with the checked path', () => {
 
   it("a folder the rules allow: a 404, not its index.html, which they don't", () =>
     onApp(build, async (port, _root, errors) => {
-      for (const path of FOLDER) {
+      for (const path of served.FOLDER) {
         for (const method of ['GET', 'HEAD']) {
           const answer = await request(port, method, `/files/${path}`);
           expect([method, path, answer.status, answer.text.includes('index')]).toEqual([

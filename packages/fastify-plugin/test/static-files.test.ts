@@ -3,13 +3,7 @@ import { basename, dirname } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
-import {
-  BACKSLASH,
-  FOLDER,
-  SERVED,
-  SERVED_RULES,
-  writeServedFiles,
-} from '../../../test/served-files.js';
+import * as served from '../../../test/served-files.js';
 import pathgate from '../src/index.js';
 import { listen, newApp, request, sandbox } from './helpers.js';
 
@@ -21,9 +15,9 @@ const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').re
 
 async function serve() {
   const root = sandbox();
-  writeServedFiles(root);
+  served.writeServedFiles(root);
   const app = newApp();
-  await app.register(pathgate, { root, fs: SERVED_RULES });
+  await app.register(pathgate, { root, fs: served.SERVED_RULES });
   await app.register(fastifyStatic, { root, serve: false });
   const read = { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } } as const;
   app.get('/files/*', read, (request, reply) => {
@@ -40,7 +34,7 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
 
   it('serves the file the check saw, its name as written', async () => {
     const { port } = await serve();
-    for (const [path, text] of SERVED) {
+    for (const [path, text] of served.SERVED) {
       const answer = await request(port, { path: `/files/${path}` });
       expect([path, answer.status, answer.text]).toEqual([path, 200, text]);
     }
@@ -48,7 +42,7 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
 
   it('a name holding a backslash: refused by @fastify/static, where Express serves it', async () => {
     const { port } = await serve();
-    const answer = await request(port, { path: `/files/${BACKSLASH[0]}` });
+    const answer = await request(port, { path: `/files/${served.BACKSLASH[0]}` });
     expect([answer.status, (answer.json as { code?: string }).code]).toEqual([
       403,
       'FST_STATIC_FORBIDDEN_PATH',
@@ -57,10 +51,10 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
 
   it("a folder the rules allow: a 404, not its index.html, which they don't", async () => {
     const { root, port } = await serve();
-    const policy = new PermissionPolicy({ root, permissions: { fs: SERVED_RULES } });
+    const policy = new PermissionPolicy({ root, permissions: { fs: served.SERVED_RULES } });
     expect(checkFs(policy, 'public/dir', 'read').outcome).toBe('allow');
     expect(checkFs(policy, 'public/dir/index.html', 'read').outcome).toBe('deny');
-    for (const path of FOLDER) {
+    for (const path of served.FOLDER) {
       for (const method of ['GET', 'HEAD']) {
         const answer = await request(port, { method, path: `/files/${path}` });
         expect([method, path, answer.status, answer.text.includes('index')]).toEqual([
