@@ -182,15 +182,14 @@ function denyDropped(
   payload: unknown,
 ): string | undefined | typeof ANSWERED {
   const body = refuse(request, reply, denial, settings);
+  const byOnDeny = answered(reply);
   // Report-only goes on, unless onDeny answered: refused then, as if enforced.
-  if (answered(reply)) {
-    state.refused = denial;
-    return ANSWERED;
-  }
-  if (body === undefined) return undefined;
+  if (body === undefined && !byOnDeny) return undefined;
   state.refused = denial;
-  // A stream the handler answered with is never read now: let go of what it holds (a file).
+  // A stream the handler answered with is never read now, whoever answers
+  // instead: let go of what it holds (a file, a descriptor per request).
   (payload as { destroy?: () => unknown } | null)?.destroy?.();
+  if (byOnDeny) return ANSWERED;
   // An encoding an earlier onSend hook (@fastify/compress) gave that answer is not this body's.
   reply.code(403).type(JSON_TYPE).removeHeader('content-encoding');
   return JSON.stringify(body);

@@ -313,23 +313,44 @@ describe('parts() with fields, attachFieldsToBody', () => {
     expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
   });
 
-  it('dropped, then a stream answered: the 403 instead, and the stream is let go', async () => {
-    const root = sandbox();
-    const app = newApp();
-    await app.register(pathgate, { root, fs: RULES });
-    await app.register(multipart);
-    const streams: Readable[] = [];
-    app.post('/stream', config, async (request) => {
-      await request.files()[Symbol.asyncIterator]().next();
-      const stream = Readable.from(['handler bytes']);
-      streams.push(stream);
-      return stream;
-    });
-    const port = await listen(app);
-    const res = await postMultipart(port, '/stream', [AVATAR]);
-    expect(res).toMatchObject({ status: 403, json: denied('file doc', 'missing-path') });
-    expect(streams.map((s) => s.destroyed)).toEqual([true]);
-  });
+  // A stream the handler answered with (a file: reply.sendFile, createReadStream)
+  // holds a descriptor until read or destroyed: whoever answers instead, it is let go.
+  const ANSWERED_INSTEAD = [
+    ['the 403', {}, { status: 403, json: denied('file doc', 'missing-path') }],
+    ['an onDeny that answers itself: its answer', { answers: true }, { status: 451 }],
+    [
+      'report-only, an onDeny that answers itself: its answer',
+      { answers: true, reportOnly: true },
+      { status: 451 },
+    ],
+  ] as const;
+  it.each(ANSWERED_INSTEAD)(
+    'dropped, then a stream answered: %s instead, and the stream is let go',
+    async (_name, options, want) => {
+      const root = sandbox();
+      const app = newApp();
+      const onDeny = (_denial: unknown, _request: unknown, reply: FastifyReply) =>
+        'answers' in options ? reply.code(451).send({ answered: 'by onDeny' }) : undefined;
+      await app.register(pathgate, {
+        root,
+        fs: RULES,
+        reportOnly: 'reportOnly' in options,
+        onDeny,
+      });
+      await app.register(multipart);
+      const streams: Readable[] = [];
+      app.post('/stream', config, async (request) => {
+        await request.files()[Symbol.asyncIterator]().next();
+        const stream = Readable.from(['handler bytes']);
+        streams.push(stream);
+        return stream;
+      });
+      const port = await listen(app);
+      const res = await postMultipart(port, '/stream', [AVATAR]);
+      expect(res).toMatchObject(want);
+      expect(streams.map((s) => s.destroyed)).toEqual([true]);
+    },
+  );
 
   it('dropped, then an empty answer (no payload to let go): the 403 instead', async () => {
     const app = newApp();
