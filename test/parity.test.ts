@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -11,7 +12,7 @@ import {
   startApps,
 } from './apps.js';
 import { searchParams } from './container-parsers.js';
-import { CASES, policy, ROOT, ROUTES } from './parity-cases.js';
+import { CASES, type Case, policy, ROOT, ROUTES } from './parity-cases.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
 // same requests, over real HTTP on 127.0.0.1, must get the same status and
@@ -216,38 +217,54 @@ describe('a query parser and a JSON body parser that hand over containers', () =
   });
 });
 
+/** A denied query: the one request the tests of a failing onDeny send unless told. */
+const DENIED_QUERY: Case = [
+  'a denied query',
+  { path: '/q?path=../x' },
+  ['path-not-in-allowlist', 'query.path'],
+];
+
+/**
+ * Both apps under `onDeny`, the denied `cases` sent to each: the default
+ * 403, alike from both, and the hook's failure logged (Express's default
+ * log is console.warn), never sent.
+ */
+async function expectDefault403Logged(
+  onDeny: () => unknown,
+  cases: readonly Case[] = [DENIED_QUERY],
+): Promise<void> {
+  const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+  const odd = await startApps({ policy, routes: ROUTES, onDeny });
+  try {
+    for (const [, sent, expected] of cases) {
+      const [fromFastify, fromExpress] = await Promise.all([
+        send(odd.fastify.port, sent),
+        send(odd.express.port, sent),
+      ]);
+      const [reason, label] = expected as readonly [GuardDenyReason, string];
+      expect(fromFastify).toEqual({ status: 403, body: denyBody({ reason, label }) });
+      expect(fromExpress).toEqual(fromFastify);
+    }
+    expect(warn.mock.calls.some(([message]) => String(message).includes('onDeny failed'))).toBe(
+      true,
+    );
+  } finally {
+    await odd.close();
+    warn.mockRestore();
+  }
+}
+
 describe('an onDeny that throws', () => {
-  it('both log it and send the default 403, never the error', async () => {
-    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
-    const throwing = await startApps({
-      policy,
-      routes: ROUTES,
-      onDeny: () => {
+  it('both log it and send the default 403, never the error', () =>
+    expectDefault403Logged(
+      () => {
         throw new Error('audit sink down at /srv/root');
       },
-    });
-    try {
-      for (const [, sent, expected] of CASES.filter(([, , e]) => e !== 'allow').slice(0, 8)) {
-        const [fromFastify, fromExpress] = await Promise.all([
-          send(throwing.fastify.port, sent),
-          send(throwing.express.port, sent),
-        ]);
-        const [reason, label] = expected as readonly [GuardDenyReason, string];
-        expect(fromFastify).toEqual({ status: 403, body: denyBody({ reason, label }) });
-        expect(fromExpress).toEqual(fromFastify);
-      }
-      // Express's default log is console.warn: each failure was reported there.
-      expect(warn.mock.calls.some(([message]) => String(message).includes('onDeny failed'))).toBe(
-        true,
-      );
-    } finally {
-      await throwing.close();
-      warn.mockRestore();
-    }
-  });
+      CASES.filter(([, , e]) => e !== 'allow').slice(0, 8),
+    ));
 });
 
-describe('an onDeny whose body JSON cannot write', () => {
+describe('an onDeny whose body JSON cannot write, or must not', () => {
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
   const throwing = {
@@ -259,25 +276,19 @@ describe('an onDeny whose body JSON cannot write', () => {
     ['a cycle', cyclic],
     ['a BigInt', { n: 1n }],
     ['a throwing toJSON', throwing],
-  ])('%s: both log it and send the default 403, never the error', async (_name, body) => {
-    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
-    const odd = await startApps({ policy, routes: ROUTES, onDeny: () => body });
-    try {
-      const sent = { path: '/q?path=../x' };
-      const [fromFastify, fromExpress] = await Promise.all([
-        send(odd.fastify.port, sent),
-        send(odd.express.port, sent),
-      ]);
-      const expected = denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' });
-      expect(fromFastify).toEqual({ status: 403, body: expected });
-      expect(fromExpress).toEqual(fromFastify);
-      expect(warn.mock.calls.some(([message]) => String(message).includes('onDeny failed'))).toBe(
-        true,
-      );
-    } finally {
-      await odd.close();
-      warn.mockRestore();
-    }
+  ])('%s: both log it and send the default 403, never the error', (_name, body) =>
+    expectDefault403Logged(() => body),
+  );
+
+  it('a stream (a page to send): both log it, let it go, and send the default 403, not its internals', async () => {
+    // A file stream's JSON names its file, and the file stays open: one descriptor per deny.
+    const streams: Readable[] = [];
+    await expectDefault403Logged(() => {
+      const stream = Readable.from(['<p>denied</p>']);
+      streams.push(stream);
+      return stream;
+    });
+    expect(streams.map((stream) => stream.destroyed)).toEqual([true, true]);
   });
 });
 

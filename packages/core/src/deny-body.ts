@@ -28,6 +28,28 @@ export function denyBody(denial: PathDenial): DenyBody {
 const ignore = (): void => {};
 
 /**
+ * A stream (a page to send, say) is no body: its JSON would be its
+ * internals (a file stream's path). One the hook opened for it is let go,
+ * or its file stays open, a descriptor per deny. Not a stream of the
+ * exchange itself, which a chained call returns (`raw.setHeader(…)`,
+ * `req.once(…)`, `socket.setNoDelay()`): the response, which writes; the
+ * request, which has a socket; the socket, which writes.
+ */
+function refuseStream(returned: object): void {
+  const stream = returned as {
+    pipe?: unknown;
+    read?: unknown;
+    writable?: unknown;
+    destroy?: unknown;
+  };
+  if (typeof stream.pipe !== 'function') return;
+  const opened =
+    typeof stream.read === 'function' && stream.writable !== true && !('socket' in stream);
+  if (opened && typeof stream.destroy === 'function') stream.destroy();
+  throw new TypeError('a stream is no 403 body: send it from onDeny yourself');
+}
+
+/**
  * Calls an `onDeny` hook and answers the 403 body it chose: the object it
  * returned, or undefined for the default body. A promise is no body: an
  * async hook settles after the reply is decided. A throw, or a rejection,
@@ -35,7 +57,8 @@ const ignore = (): void => {};
  * neither become a 500 nor crash the process with an unhandled rejection.
  * So does a body JSON cannot write (a cycle, a BigInt, a throwing
  * `toJSON`): the adapters serialize it after this, where the error would be
- * a 500, or Fastify's error body with its message, instead of the 403.
+ * a 500, or Fastify's error body with its message, instead of the 403. And
+ * a stream, which JSON would write as its internals (`refuseStream`).
  * `response`, the adapter's reply object, is never a body when returned:
  * Fastify's reply is a thenable (awaiting it at each deny would pile
  * listeners on the response), Express's `res` a cycle JSON cannot write.
@@ -52,6 +75,7 @@ export function hookBody(
       return undefined;
     const { then } = returned as { then?: unknown };
     if (typeof then !== 'function') {
+      refuseStream(returned);
       JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would
       return returned;
     }

@@ -1,3 +1,6 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { callWatching, denyBody, hookBody } from '../src/index.js';
 
@@ -109,6 +112,36 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
       ).toBeUndefined();
     }
     expect(seen).toEqual([expect.any(TypeError), expect.any(TypeError), expect.any(TypeError)]);
+  });
+
+  it('a stream is no body: JSON would write its internals; it is destroyed, and goes to onFailed', () => {
+    const seen: unknown[] = [];
+    const stream = Readable.from(['a page of its own']);
+    expect(
+      hookBody(
+        () => stream,
+        (e) => seen.push(e),
+      ),
+    ).toBeUndefined();
+    expect([stream.destroyed, seen]).toEqual([true, [expect.any(TypeError)]]);
+  });
+
+  it("the exchange's own streams (a chained call returns them) are no body, and are left alone", () => {
+    const socket = new Socket();
+    const req = new IncomingMessage(socket);
+    const exchange = [socket, req, new ServerResponse(req)];
+    const seen: unknown[] = [];
+    for (const stream of exchange) {
+      expect(
+        hookBody(
+          () => stream,
+          (e) => seen.push(e),
+        ),
+      ).toBeUndefined();
+    }
+    expect(exchange.map((stream) => stream.destroyed)).toEqual([false, false, false]);
+    expect(seen).toHaveLength(3);
+    socket.destroy();
   });
 
   it("a rejecting promise's error goes to onFailed, not to an unhandled rejection", async () => {

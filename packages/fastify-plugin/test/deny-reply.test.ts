@@ -1,6 +1,6 @@
 import http from 'node:http';
 import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, {
   type DenyHandler,
@@ -210,6 +210,27 @@ describe('onDeny', () => {
     } finally {
       process.off('uncaughtException', onCrash);
     }
+  });
+
+  // Each returns a stream of the exchange itself, which a stream returned as
+  // a page to send is not: the 403 goes out on it, never destroyed with it.
+  it.each([
+    [
+      'the raw response (`reply.raw.setHeader(…)`)',
+      (reply: FastifyReply) => reply.raw.setHeader('x-pathgate', 'denied'),
+    ],
+    [
+      'the raw request (`request.raw.once(…)`)',
+      (reply: FastifyReply) => reply.request.raw.once('close', () => {}),
+    ],
+    [
+      'the socket (`socket.setNoDelay()`)',
+      (reply: FastifyReply) => reply.request.raw.socket.setNoDelay(true),
+    ],
+  ])('returning %s: no body, and the default 403 goes out on it', async (_name, chain) => {
+    const s = await serve({ onDeny: (_denial, _req, reply) => chain(reply) });
+    const res = await request(s.port, { path: '/files/..%2Fx' });
+    expect(res).toMatchObject({ status: 403, json: denied('params.*', 'path-not-in-allowlist') });
   });
 
   it.each([
