@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
@@ -13,12 +13,13 @@ import { listen, newApp, request, sandbox } from './helpers.js';
 /** The README as one line of prose: a quote may wrap. */
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
 
-async function serve() {
+/** The app, @fastify/static registered with `options` (its own, beside `serve: false`). */
+async function serve(options: { list?: boolean; preCompressed?: boolean } = {}) {
   const root = sandbox();
   served.writeServedFiles(root);
   const app = newApp();
   await app.register(pathgate, { root, fs: served.SERVED_RULES });
-  await app.register(fastifyStatic, { root, serve: false });
+  await app.register(fastifyStatic, { root, serve: false, ...options });
   const read = { config: { pathgate: { mode: 'read', paths: [{ params: '*' }] } } } as const;
   app.get('/files/*', read, (request, reply) => {
     const path = request.pathgate?.params['*'] as string;
@@ -65,5 +66,20 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
         ]);
       }
     }
+  });
+
+  it('list and preCompressed read what no check saw: a listing, dotfiles named; a .gz sibling', async () => {
+    expect(README).toContain('`list` and `preCompressed` read what no check saw');
+    const listing = await serve({ list: true });
+    writeFileSync(join(listing.root, 'public/dir/.env'), 'secret');
+    const listed = await request(listing.port, { path: '/files/public/dir' });
+    expect([listed.status, listed.text.includes('.env')]).toEqual([200, true]);
+    const compressed = await serve({ preCompressed: true });
+    writeFileSync(join(compressed.root, 'public/b.txt.gz'), 'a sibling');
+    const sibling = await request(compressed.port, {
+      path: '/files/public/b.txt',
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    expect([sibling.status, sibling.text]).toEqual([200, 'a sibling']);
   });
 });
