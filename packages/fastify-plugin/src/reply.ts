@@ -167,6 +167,35 @@ export function sendDenial(
 const ANSWERED = Symbol('answered by onDeny');
 
 /**
+ * The headers that describe an answer's payload: its type, length and
+ * encoding (an earlier onSend hook's, @fastify/compress), what a download
+ * or a range set. None holds for an answer sent in its place.
+ */
+const PAYLOAD_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-language',
+  'content-location',
+  'content-range',
+  'content-disposition',
+  'etag',
+  'last-modified',
+];
+
+/** Removes the `PAYLOAD_HEADERS` the reply holds, and returns them. */
+function takePayloadHeaders(reply: FastifyReply): Record<string, string | number | string[]> {
+  const taken: Record<string, string | number | string[]> = {};
+  for (const name of PAYLOAD_HEADERS) {
+    const value = reply.getHeader(name);
+    if (value === undefined) continue;
+    taken[name] = value;
+    reply.removeHeader(name);
+  }
+  return taken;
+}
+
+/**
  * In `onSend`: the deny of an iteration the handler dropped before a required
  * file (`PartChecks.dropped`) becomes the answer, the 403 body a full
  * iteration's deny gets (with the default error handler). Returns that body,
@@ -181,17 +210,21 @@ function denyDropped(
   settings: PathgateSettings,
   payload: unknown,
 ): string | undefined | typeof ANSWERED {
+  // Out of onDeny's sight: its answer, or the 403, is not the handler's.
+  const described = takePayloadHeaders(reply);
   const body = refuse(request, reply, denial, settings);
   const byOnDeny = answered(reply);
   // Report-only goes on, unless onDeny answered: refused then, as if enforced.
-  if (body === undefined && !byOnDeny) return undefined;
+  if (body === undefined && !byOnDeny) {
+    reply.headers(described);
+    return undefined;
+  }
   state.refused = denial;
   // A stream the handler answered with is never read now, whoever answers
   // instead: let go of what it holds (a file, a descriptor per request).
   (payload as { destroy?: () => unknown } | null)?.destroy?.();
   if (byOnDeny) return ANSWERED;
-  // An encoding an earlier onSend hook (@fastify/compress) gave that answer is not this body's.
-  reply.code(403).type(JSON_TYPE).removeHeader('content-encoding');
+  reply.code(403).type(JSON_TYPE);
   return JSON.stringify(body);
 }
 

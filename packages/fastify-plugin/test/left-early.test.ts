@@ -315,6 +315,13 @@ describe('parts() with fields, attachFieldsToBody', () => {
 
   // A stream the handler answered with (a file: reply.sendFile, createReadStream)
   // holds a descriptor until read or destroyed: whoever answers instead, it is let go.
+  const FILE_HEADERS = {
+    'content-type': 'text/plain',
+    'content-disposition': 'attachment; filename="report.txt"',
+    'content-range': 'bytes 0-12/100',
+    etag: '"v1"',
+    'last-modified': 'Fri, 04 Dec 2026 12:00:00 GMT',
+  };
   const ANSWERED_INSTEAD = [
     ['the 403', {}, { status: 403, json: denied('file doc', 'missing-path') }],
     ['an onDeny that answers itself: its answer', { answers: true }, { status: 451 }],
@@ -324,33 +331,48 @@ describe('parts() with fields, attachFieldsToBody', () => {
       { status: 451 },
     ],
   ] as const;
+  /** A handler that drops the iteration after one file, then answers a stream it describes as a file. */
+  async function dropThenStream(options: { answers?: true; reportOnly?: true }) {
+    const app = newApp();
+    const onDeny = (_denial: unknown, _request: unknown, reply: FastifyReply) =>
+      options.answers ? reply.code(451).send({ answered: 'by onDeny' }) : undefined;
+    await app.register(pathgate, {
+      root: sandbox(),
+      fs: RULES,
+      reportOnly: options.reportOnly === true,
+      onDeny,
+    });
+    await app.register(multipart);
+    const streams: Readable[] = [];
+    app.post('/stream', config, async (request, reply) => {
+      await request.files()[Symbol.asyncIterator]().next();
+      const stream = Readable.from(['handler bytes']);
+      streams.push(stream);
+      // As reply.download() describes a file: none of it holds for an answer sent instead.
+      return reply.headers(FILE_HEADERS).send(stream);
+    });
+    const res = await postMultipart(await listen(app), '/stream', [AVATAR]);
+    return { res, streams };
+  }
+
   it.each(ANSWERED_INSTEAD)(
-    'dropped, then a stream answered: %s instead, and the stream is let go',
+    'dropped, then a stream answered: %s instead, the stream let go, and the headers that describe it',
     async (_name, options, want) => {
-      const root = sandbox();
-      const app = newApp();
-      const onDeny = (_denial: unknown, _request: unknown, reply: FastifyReply) =>
-        'answers' in options ? reply.code(451).send({ answered: 'by onDeny' }) : undefined;
-      await app.register(pathgate, {
-        root,
-        fs: RULES,
-        reportOnly: 'reportOnly' in options,
-        onDeny,
-      });
-      await app.register(multipart);
-      const streams: Readable[] = [];
-      app.post('/stream', config, async (request) => {
-        await request.files()[Symbol.asyncIterator]().next();
-        const stream = Readable.from(['handler bytes']);
-        streams.push(stream);
-        return stream;
-      });
-      const port = await listen(app);
-      const res = await postMultipart(port, '/stream', [AVATAR]);
+      const { res, streams } = await dropThenStream(options);
       expect(res).toMatchObject(want);
       expect(streams.map((s) => s.destroyed)).toEqual([true]);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(Object.keys(FILE_HEADERS).filter((name) => name in res.headers)).toEqual([
+        'content-type',
+      ]);
     },
   );
+
+  it('report-only, dropped, then a stream answered: it goes out, with the headers that describe it', async () => {
+    const { res } = await dropThenStream({ reportOnly: true });
+    expect([res.status, res.text]).toEqual([200, 'handler bytes']);
+    expect(res.headers).toMatchObject(FILE_HEADERS);
+  });
 
   it('dropped, then an empty answer (no payload to let go): the 403 instead', async () => {
     const app = newApp();
