@@ -148,9 +148,30 @@ describe.each(EXAMPLES)('the $name example, at the edges of request parsing', (e
     { method: 'DELETE', path: '/files/uploads/hello.txt#x' },
     { method: 'GET', path: '*' },
     { method: 'GET', path: '*x' },
+    // Absolute forms Fastify's router refuses (not http or https, an empty
+    // host, a port or host the URL parser refuses): Express routed them by
+    // their path, and deleted or served what Fastify answered 400 for.
+    { method: 'DELETE', path: 'a://x/files/uploads/hello.txt' },
+    { method: 'DELETE', path: 'ws://x/files/uploads/hello.txt' },
+    { method: 'GET', path: 'ftp://x/api/list?dir=public' },
+    { method: 'GET', path: 'http:///files/public/readme.txt' },
+    { method: 'GET', path: 'http://x:99999/files/public/readme.txt' },
+    { method: 'GET', path: 'http://x@/files/public/readme.txt' },
+    { method: 'DELETE', path: 'http://x%2f/files/uploads/hello.txt' },
+    // No path at all: Express's router answered an HTML 404 naming it, before any middleware.
+    { method: 'GET', path: 'http://?dir=public' },
   ])('answers $method $path, a target no client sends, with a bare 400', async (sent) => {
     const got = await send(app.port, sent);
     await expectRefused(got, 400, 'bad request');
+  });
+
+  it.each([
+    'http://x/files/public/readme.txt',
+    'HTTPS://x:/files/public/readme.txt',
+    'http://[::1]:80/files/public/readme.txt?',
+  ])('serves the absolute form %s by its path, as Fastify does', async (path) => {
+    const got = await send(app.port, { path });
+    expect([got.status, got.text]).toEqual([200, 'Files in public/ can be read, never written.\n']);
   });
 
   it.each([

@@ -2,7 +2,7 @@
 // example. Each route puts the gate's middleware before its handler; a deny is
 // a 403 and the handler never runs, and the handlers use only the canonical
 // paths the gate checked (req.pathgate, file.pathgatePath).
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { finished, type Readable, type Writable } from 'node:stream';
 import { resolveSymlinks } from '@pathgate/core';
 import { pathgate } from '@pathgate/express';
@@ -131,7 +131,6 @@ export function buildApp(root: string): Express {
   // with ETags off, as its freshness check runs in res.send.
   app.disable('etag');
   Object.defineProperty(app.request, 'fresh', { get: () => false });
-  app.use((req, _res, next) => next(badTarget(req.method, req.url)));
   app.use(readBody);
 
   app.get('/', (_req, res) => {
@@ -197,9 +196,26 @@ export function buildApp(root: string): Express {
   return app;
 }
 
+/**
+ * The app behind the check of the request targets both examples refuse
+ * (`badTarget`), made before Express: its router answers a target it finds
+ * no path in (`http://?x`) itself, before any middleware, with an HTML 404
+ * that echoes it.
+ */
+function refusingBadTargets(app: Express): RequestListener {
+  return (req, res) => {
+    const refused = badTarget(req.method, req.url);
+    if (refused === undefined) return app(req, res);
+    const body = JSON.stringify(errorBody(refused));
+    res.writeHead(refused.statusCode, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(body);
+  };
+}
+
 /** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
 export function listen(root: string, port: number): Promise<Started> {
-  const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, buildApp(root));
+  const app = refusingBadTargets(buildApp(root));
+  const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, app);
   // A request Node cannot parse: the same JSON as the Fastify example, not an empty 400.
   server.on('clientError', answerClientError);
   return listenHttp(server, port);
