@@ -322,6 +322,18 @@ const FRAMINGS: readonly Framing[] = [
     want: [400],
   },
   {
+    // No body, whatever the zeros: a deny leaves nothing unread, and keeps the connection.
+    name: 'a denied upload whose Content-Length is 00, then a request on the same connection',
+    sent: [
+      rawRequest('POST /upload?dir=../x HTTP/1.1', [
+        `content-type: ${MULTIPART_TYPE}`,
+        'content-length: 00',
+      ]),
+      NEXT,
+    ],
+    want: [[OUT, 'query.dir'], 200],
+  },
+  {
     name: 'an obs-fold header line',
     sent: [get('/files/docs/a', 'x-a: 1', ' folded', CLOSE)],
     want: [400],

@@ -75,8 +75,16 @@ export function bodyPending(req: PendingRequest): boolean {
   if (req.httpVersionMajor >= 2) return req.stream?.endAfterHeaders === false;
   const { headers } = req;
   const length = headers['content-length'];
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  const none = length === undefined || (typeof length === 'string' && ZERO.test(length));
+  return headers['transfer-encoding'] !== undefined || !none;
 }
+
+/**
+ * A length of no bytes: Node takes `00` as 0 too. Were it a body, the
+ * Express gate (run before Node marks such a request complete) closed the
+ * connection after a deny that the Fastify plugin, running later, did not.
+ */
+const ZERO = /^0+$/;
 
 /** RST_STREAM's code for "the answer is whole, stop sending" (RFC 9113, 8.1). */
 const NO_ERROR = 0;

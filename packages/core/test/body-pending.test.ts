@@ -21,6 +21,13 @@ describe('bodyPending', () => {
   it.each([
     ['HTTP/1.1 without a length or a transfer encoding (a GET)', h1({}), false],
     ['HTTP/1.1 with content-length 0', h1({ 'content-length': '0' }), false],
+    ['HTTP/1.1 with content-length 000', h1({ 'content-length': '000' }), false],
+    ['HTTP/1.1 with content-length 010', h1({ 'content-length': '010' }), true],
+    [
+      'HTTP/1.1 with a length that is no one string: pending, to be safe',
+      h1({ 'content-length': ['0'] }),
+      true,
+    ],
     ['HTTP/1.1 with a length', h1({ 'content-length': '12' }), true],
     ['HTTP/1.1 chunked', h1({ 'transfer-encoding': 'chunked' }), true],
     ['HTTP/1.1 with a length, read whole', h1({ 'content-length': '12' }, true), false],
