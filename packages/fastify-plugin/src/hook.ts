@@ -305,14 +305,12 @@ export interface RouteHooks {
 }
 
 /** A route with body specs and no file spec: `parts()` refuses a cut field (`guardFields`). */
-const fieldsOnRequest: onRequestHookHandler = function pathgateFieldsOnRequest(
-  request,
-  _reply,
-  done,
-) {
-  guardFields(request);
-  done();
-};
+function createFieldsOnRequest(settings: PathgateSettings): onRequestHookHandler {
+  return function pathgateFieldsOnRequest(request, reply, done) {
+    guardFields(request, reply, settings);
+    done();
+  };
+}
 
 /**
  * Route-level hooks for a route the `onRoute` hook saw. A route with file
@@ -334,7 +332,9 @@ export function createRouteHooks(
   };
   if (!guard.expectsFiles) {
     return {
-      ...(multipart && guard.bodyLabel !== undefined ? { onRequest: fieldsOnRequest } : {}),
+      ...(multipart && guard.bodyLabel !== undefined
+        ? { onRequest: createFieldsOnRequest(settings) }
+        : {}),
       ...(inHandler ? {} : { preHandler }),
     };
   }
@@ -386,7 +386,7 @@ export function createAppWideHooks(
       const guard = appWideGuard(guards, request);
       if (guard === undefined || guard instanceof Error) return done(guard);
       if (!guard.expectsFiles) {
-        if (guard.bodyLabel !== undefined) guardFields(request);
+        if (guard.bodyLabel !== undefined) guardFields(request, reply, settings);
         return done();
       }
       const state = startState(request, guard, true);

@@ -2,7 +2,7 @@ import { type GuardResult, type PathDenial, UNEXPECTED_FILE } from '@pathgate/co
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PathgateAnsweredError, PathgateDeniedError, PathgateFieldTooLongError } from './errors.js';
 import type { PathgateSettings } from './options.js';
-import { answered, refuse } from './reply.js';
+import { answered, closeIfBodyPending, refuse } from './reply.js';
 import type { RequestState } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
@@ -72,16 +72,29 @@ function refuseCut(part: Part): void {
  * wrapper of multipart's `parts()`, which `attachFieldsToBody` reads
  * through, refusing a cut field (`refuseCut`) and giving a malformed body a
  * 400 (`clientErrors`). Files are not these routes' business, so the other
- * methods stay as they are.
+ * methods stay as they are. The answer to such an error may leave while
+ * the rest of the body arrives, and these routes have no `onSend` hook of
+ * pathgate's to close the connection then: it is closed here, as a deny's
+ * is (multipart stops reading mid-part, and keep-alive would hold the
+ * connection open for the rest that no one reads).
  */
-export function guardFields(request: FastifyRequest): void {
+export function guardFields(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  settings: PathgateSettings,
+): void {
   const methods = request as unknown as MultipartMethods;
   const { parts } = methods;
   if (typeof parts !== 'function') return; // @fastify/multipart is not registered for this route
   methods.parts = async function* pathgateFieldParts(options) {
-    for await (const part of clientErrors(parts.call(request, options))) {
-      if (part.type === 'field') refuseCut(part);
-      yield part;
+    try {
+      for await (const part of clientErrors(parts.call(request, options))) {
+        if (part.type === 'field') refuseCut(part);
+        yield part;
+      }
+    } catch (error) {
+      closeIfBodyPending(request, reply, settings);
+      throw error;
     }
   };
 }

@@ -50,7 +50,7 @@ function endUpload(raw: FastifyRequest['raw']): void {
  * client, which then sees EPIPE instead of the 403. The answer ends the
  * upload (`endUpload`).
  */
-function closeIfBodyPending(
+export function closeIfBodyPending(
   request: FastifyRequest,
   reply: FastifyReply,
   settings: PathgateSettings,
