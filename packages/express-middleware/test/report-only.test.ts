@@ -1,10 +1,16 @@
 import { Readable } from 'node:stream';
-import { denyBody, type PathDenial } from '@pathgate/core';
+import { denyBody, type PathDenial, type PathSource } from '@pathgate/core';
 import express from 'express';
 import type multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
-import { type PathgateLogEntry, type PathgateRuleOptions, pathgate } from '../src/index.js';
+import type { Answer } from '../../../test/answer.js';
+import {
+  type PathgateLogEntry,
+  type PathgateRuleOptions,
+  type PathSpec,
+  pathgate,
+} from '../src/index.js';
 import { fieldPart, filePart, filesUnder, onApp, request, upload } from './helpers.js';
 
 // reportOnly logs what would be denied (the canonical path in the log only)
@@ -330,6 +336,18 @@ describe('a report-only gate beside an enforcing one', () => {
   // A rollout adds a report-only gate to a route that enforces: it reports,
   // and changes nothing the handler gets, as it decides nothing for a file.
 
+  /** Each other source: its route, its spec (named `to`), and a request sending `app.js` there. */
+  const OTHER_SOURCES: [PathSource, string, PathSpec, (port: number) => Promise<Answer>][] = [
+    ['params', '/params/:to', { params: 'to' }, (port) => request(port, 'GET', '/params/app.js')],
+    ['query', '/query', { query: 'to' }, (port) => request(port, 'GET', '/query?to=app.js')],
+    [
+      'headers',
+      '/headers',
+      { headers: 'to' },
+      (port) => request(port, 'GET', '/headers', { headers: { to: 'app.js' } }),
+    ],
+  ];
+
   /** The enforcing gate writes `to` under uploads/; a report-only gate that allows anything reads it. */
   const build = (root: string, app: express.Express) => {
     const enforcing = pathgate({ root, fs: ['rw:uploads/**'] });
@@ -339,6 +357,24 @@ describe('a report-only gate beside an enforcing one', () => {
     const answer: express.RequestHandler = (req, res) => void res.json(req.pathgate);
     app.post('/json', express.json(), write, read, answer);
     app.post('/form', write, read, enforcing.multer().none(), answer);
+    // A second report-only gate after the first still finds the enforced path under it.
+    app.post(
+      '/json-audited-twice',
+      express.json(),
+      write,
+      read,
+      audit.write({ body: 'to' }),
+      answer,
+    );
+    // Frozen locals: the request itself holds the record, joined by the same rule.
+    const freezeLocals: express.RequestHandler = (_req, res, next) => {
+      res.locals = Object.freeze({});
+      next();
+    };
+    app.post('/frozen-locals', express.json(), freezeLocals, write, read, answer);
+    for (const [, url, spec] of OTHER_SOURCES) {
+      app.get(url, enforcing.write({ ...spec, under: 'uploads' }), audit.read(spec), answer);
+    }
     app.post(
       '/audits',
       express.json(),
@@ -357,6 +393,8 @@ describe('a report-only gate beside an enforcing one', () => {
   it.each([
     ['a JSON body', (port: number) => postJson(port, '/json')],
     ['a multipart field', (port: number) => upload(port, '/form', [fieldPart('to', 'app.js')])],
+    ['a second report-only gate', (port: number) => postJson(port, '/json-audited-twice')],
+    ['frozen res.locals', (port: number) => postJson(port, '/frozen-locals')],
   ])("%s: the handler gets the enforced path and mode, not the report-only gate's", (_name, send) =>
     onApp(build, async (port, root) => {
       const res = await send(port);
@@ -364,6 +402,16 @@ describe('a report-only gate beside an enforcing one', () => {
       // <root>/app.js, outside uploads/, was never checked by the enforcing policy.
       expect(res.json).toMatchObject({ mode: 'write', body: { to: `${root}/uploads/app.js` } });
     }),
+  );
+
+  it.each(OTHER_SOURCES)(
+    "%s: the handler gets the enforced path, not the report-only gate's",
+    (source, _url, _spec, send) =>
+      onApp(build, async (port, root) => {
+        const res = await send(port);
+        expect(res.status).toBe(200);
+        expect(res.json).toMatchObject({ [source]: { to: `${root}/uploads/app.js` } });
+      }),
   );
 
   it('report-only gates alone: the later path and mode win, as between enforcing gates', () =>
