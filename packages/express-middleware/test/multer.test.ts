@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import express from 'express';
@@ -818,44 +818,57 @@ describe('which gate.multer() follows a gate', () => {
 });
 
 describe('a gate.multer() storage and a gate of another root', () => {
-  it('refuses to store a file checked for another root (500), and writes nothing', async () => {
-    const one = tempRoot();
-    const two = tempRoot();
-    const errors = countingErrorHandler();
-    const first = pathgate({ root: one.root, fs: ['rw:uploads/**'], log: () => {} });
-    const second = pathgate({ root: two.root, fs: ['rw:uploads/**'], log: () => {} });
-    const app = express();
-    app.post(
-      '/up',
-      second.write({ file: 'f', under: 'uploads' }),
-      first.multer().any(),
-      (_q, res) => {
-        res.json({ ok: true });
-      },
-    );
-    app.use(errors.handler);
-    const s = await serve(app);
-    // Its folder there in the other root too: the storage refuses it, not the file system.
-    mkdirSync(join(two.root, 'uploads'));
-    try {
-      const res = await upload(s.port, '/up', [filePart('f', 'a.txt')]);
-      expect(res.status).toBe(500);
-      expect(errors.calls).toHaveLength(1);
-      // The message says what to fix, as for every setup mistake the storage meets.
-      expect(errors.calls[0]).toMatchObject({
-        code: 'PATHGATE_STORAGE_FAILED',
-        message: expect.stringMatching(/another root/),
-      });
-      expect(res.text).not.toContain(two.root);
-      expect(res.text).not.toContain(one.root);
-      expect(filesUnder(one.root)).toEqual([]);
-      expect(filesUnder(two.root)).toEqual([]);
-    } finally {
-      await s.close();
-      one.remove();
-      two.remove();
-    }
-  });
+  /** A folder beside `root` whose name starts with root's own: its paths start with root's text. */
+  const sibling = (root: string) => {
+    const other = `${root}-sibling`;
+    mkdirSync(other);
+    return { root: other, remove: () => rmSync(other, { recursive: true, force: true }) };
+  };
+
+  it.each([
+    ['an unrelated root', () => tempRoot()],
+    ["a sibling whose name starts with this gate's root", sibling],
+  ])(
+    '%s: refuses to store a file checked there (500), and writes nothing',
+    async (_name, other) => {
+      const one = tempRoot();
+      const two = other(one.root);
+      const errors = countingErrorHandler();
+      const first = pathgate({ root: one.root, fs: ['rw:uploads/**'], log: () => {} });
+      const second = pathgate({ root: two.root, fs: ['rw:uploads/**'], log: () => {} });
+      const app = express();
+      app.post(
+        '/up',
+        second.write({ file: 'f', under: 'uploads' }),
+        first.multer().any(),
+        (_q, res) => {
+          res.json({ ok: true });
+        },
+      );
+      app.use(errors.handler);
+      const s = await serve(app);
+      // Its folder there in the other root too: the storage refuses it, not the file system.
+      mkdirSync(join(two.root, 'uploads'));
+      try {
+        const res = await upload(s.port, '/up', [filePart('f', 'a.txt')]);
+        expect(res.status).toBe(500);
+        expect(errors.calls).toHaveLength(1);
+        // The message says what to fix, as for every setup mistake the storage meets.
+        expect(errors.calls[0]).toMatchObject({
+          code: 'PATHGATE_STORAGE_FAILED',
+          message: expect.stringMatching(/another root/),
+        });
+        expect(res.text).not.toContain(two.root);
+        expect(res.text).not.toContain(one.root);
+        expect(filesUnder(one.root)).toEqual([]);
+        expect(filesUnder(two.root)).toEqual([]);
+      } finally {
+        await s.close();
+        one.remove();
+        two.remove();
+      }
+    },
+  );
 });
 
 describe('a gate.multer() storage and a gate.read() file spec', () => {
