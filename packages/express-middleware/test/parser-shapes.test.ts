@@ -8,6 +8,7 @@ import {
   containerQueryRows,
   got,
   gotNested,
+  SEARCH_TYPE,
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import { pathgate } from '../src/index.js';
@@ -77,6 +78,12 @@ const ROUTES: Record<string, Route> = {
     spec: { body: ['meta', 'p'], optional: true },
     before: [containerBody],
     raw: (req) => gotNested(req.body),
+  },
+  // Beside params and headers specs: the container's view leaves the other parts to read.
+  '/bgx/:d': {
+    spec: [{ params: 'd', under: 'docs' }, { headers: 'x-d', under: 'docs' }, { body: 'p' }],
+    before: [containerBody],
+    raw: (req) => got(req.body),
   },
   '/h': { spec: { headers: 'X-P' }, raw: (req) => req.headers['x-p'] },
   '/cookie': { spec: { headers: 'set-cookie' }, raw: (req) => req.headers['set-cookie'] },
@@ -318,6 +325,13 @@ describe('a container as req.body: its values are checked, optional specs too', 
   it.each(containerBodyRows(ROOT))('%s: %s %s', (_name, path, type, body, want) =>
     expectShape(path, { method: 'POST', headers: { 'content-type': type }, body }, want),
   );
+
+  it('beside params and headers specs: those are checked too', () =>
+    expectShape(
+      '/bgx/a',
+      { method: 'POST', headers: { 'content-type': SEARCH_TYPE, 'x-d': 'b' }, body: 'p=docs/c' },
+      { raw: 'docs/c', checked: `${ROOT}/docs/a` },
+    ));
 });
 
 describe('an optional query value: skipped only when missing or empty', () => {

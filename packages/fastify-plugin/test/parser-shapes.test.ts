@@ -7,6 +7,7 @@ import {
   containerQueryRows,
   got,
   gotNested,
+  SEARCH_TYPE,
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import pathgate, { type PathSpec } from '../src/index.js';
@@ -70,6 +71,12 @@ async function shapesApp(options: FastifyServerOptions = {}): Promise<Shapes> {
   route('/bn', [{ body: ['meta', 'p'], optional: true }], (r: { body: unknown }) =>
     gotNested(r.body),
   );
+  // Beside params and headers specs: the container's view leaves the other parts to read.
+  const beside: PathSpec[] = [
+    { params: 'd', under: 'docs' },
+    { headers: 'x-d', under: 'docs' },
+  ];
+  route('/bgx/:d', [...beside, { body: 'p' }], (r: { body: unknown }) => got(r.body));
   route('/b', [{ body: 'p' }], bodyP);
   route('/b0', [{ body: '0' }], (r: { body: unknown }) => String(r.body));
   // The body's own `__proto__` key (JSON.parse makes one), not its prototype.
@@ -241,6 +248,12 @@ describe('a container as request.body: its values are checked, optional specs to
   it.each(containerBodyRows(ROOT))('%s: %s %s', async (_name, url, type, payload, want) => {
     const inject = { url, method: 'POST' as const, headers: { 'content-type': type }, payload };
     await expectShape(await shapesApp(), inject, want);
+  });
+
+  it('beside params and headers specs: those are checked too', async () => {
+    const headers = { 'content-type': SEARCH_TYPE, 'x-d': 'b' };
+    const inject = { url: '/bgx/a', method: 'POST' as const, headers, payload: 'p=docs/c' };
+    await expectShape(await shapesApp(), inject, { raw: 'docs/c', checked: `${ROOT}/docs/a` });
   });
 });
 
