@@ -7,6 +7,7 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
+import { searchParams } from '../../../test/container-parsers.js';
 import pathgate, { type PathgateDenied } from '../src/index.js';
 import {
   BOUNDARY,
@@ -314,6 +315,8 @@ describe("file specs on a multipart body that @fastify/multipart did not parse (
     await app.register(pathgate, { root, fs: RULES });
     // What a multer-style parser leaves: the parts, read in the app's own way.
     app.addContentTypeParser(/^multipart\//, async () => ({ avatar: { filename: '../../x.png' } }));
+    // A type that starts with multipart's letters, and is not multipart/.
+    app.addContentTypeParser('multipartial/x', async () => ({}));
     let calls = 0;
     const paths = [{ file: true, under: 'uploads', optional: true }] as const;
     app.post('/opt', { config: { pathgate: { mode: 'write', paths } } }, async () => {
@@ -331,9 +334,58 @@ describe("file specs on a multipart body that @fastify/multipart did not parse (
       body: '--x--',
     });
     expect(mixed.json).toEqual(denied('file *', 'missing-path'));
+    const spaced = await app.inject({
+      method: 'POST',
+      url: '/opt',
+      headers: { 'content-type': ' multipart/mixed; boundary=x' },
+      payload: '--x--',
+    });
+    expect(spaced.json()).toEqual(denied('file *', 'missing-path'));
     expect(calls).toBe(0);
     // Not multipart: no file, and the optional one is simply absent.
     expect((await postJson(port, '/opt', {})).text).toBe('ran');
+    // Nor is a type that only mentions multipart/ in a parameter, or starts with its letters.
+    for (const type of ['application/json; profile="multipart/x"', 'multipartial/x']) {
+      const sent = { method: 'POST', path: '/opt', headers: { 'content-type': type }, body: '{}' };
+      expect([type, (await request(port, sent)).text]).toEqual([type, 'ran']);
+    }
+  });
+});
+
+describe('a querystring parser that hands over a container, on an upload route', () => {
+  // attachFieldsToBody with onFile stores each file while the body is read.
+  async function uploadApp() {
+    const root = sandbox();
+    const app = newApp({ routerOptions: { querystringParser: searchParams as never } });
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart, {
+      attachFieldsToBody: true,
+      async onFile(part) {
+        await store(part);
+      },
+    });
+    const paths = [
+      { query: 'p', under: 'uploads' },
+      { file: true, under: 'uploads' },
+    ] as const;
+    const config = { pathgate: { mode: 'write', paths } } as const;
+    app.post('/up', { config }, async (request) => ({ query: request.pathgate?.query }));
+    return { root, port: await listen(app) };
+  }
+  const avatar = { disposition: 'name="avatar"; filename="a.png"', data: 'x' };
+
+  it('a denied value refuses the upload before the body is read: no file stored', async () => {
+    const { root, port } = await uploadApp();
+    const res = await postMultipart(port, '/up?p=../x.txt', [avatar]);
+    expect(res).toMatchObject({ status: 403, json: denied('query.p', 'path-not-in-allowlist') });
+    expect(filesIn(root)).toEqual([]);
+  });
+
+  it('an allowed value is checked as the handler reads it', async () => {
+    const { root, port } = await uploadApp();
+    const res = await postMultipart(port, '/up?p=note.txt', [avatar]);
+    expect(res).toMatchObject({ status: 200, json: { query: { p: `${root}/uploads/note.txt` } } });
+    expect(filesIn(root)).toEqual(['uploads/a.png']);
   });
 });
 
