@@ -442,6 +442,26 @@ describe('on a route with a file spec, the hooks pathgate added are removed', ()
     expect([name.status, name.json]).toEqual([403, denied('file *', 'path-not-in-allowlist')]);
   });
 
+  it.each([
+    ['none removed', () => {}],
+    ['onRequest removed', without('onRequest')],
+  ])(
+    'attachFieldsToBody, %s: a denied query value is the deny, not a denied field, as before the body is read',
+    async (_name, replace) => {
+      const paths = [
+        // Declared first, checked first once the body is read.
+        { body: 'note', under: 'uploads' },
+        { query: 'to', under: 'uploads' },
+        { file: true, under: 'uploads', optional: true },
+      ] as const;
+      const { port, count } = await uploadApp(true, replace, { mode: 'write', paths });
+      const note = [{ disposition: 'name="note"', data: '../../n' }];
+      const res = await postMultipart(port, '/up/uploads?to=../../t', note);
+      expect(res.json).toEqual(denied('query.to', 'path-not-in-allowlist'));
+      expect(count.calls).toBe(0);
+    },
+  );
+
   it('none removed: the guarded handler checks nothing again', async () => {
     const { port, count } = await uploadApp(false, () => {});
     const ok = await postMultipart(port, '/up/uploads', part('good.txt'));
