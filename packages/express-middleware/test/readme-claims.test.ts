@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import type { RequestHandler } from 'express';
 import { describe, expect, it } from 'vitest';
 import { type PathgateOptions, pathgate } from '../src/index.js';
-import { filePart, onApp, request, upload } from './helpers.js';
+import { filePart, onApp, request, sleep, until, upload } from './helpers.js';
 
 // Claims of this package's README that no other test pins, one `it` each,
 // under the README section that makes them.
@@ -119,6 +120,47 @@ describe('README, "Express 5 facts"', () => {
           checked: join(root, 'files.example'),
         });
         expect(README).toContain("X-Forwarded-Host's first entry instead, which no spec checks");
+      },
+    );
+  });
+});
+
+describe('README, "Uploads with multer"', () => {
+  // multer 2.5 drains the rest of a body before it calls back with its
+  // error; a denied name is answered while the body still arrives.
+  it('an upload over limits.fileSize is answered 413 once the body has all arrived, not at the limit', async () => {
+    await onApp(
+      (root, app) => {
+        const gate = pathgate({ root, fs: ['rw:./uploads/**'] });
+        const up = gate.multer({ limits: { fileSize: 1000 } }).single('f');
+        app.post('/up', gate.write({ file: 'f', under: 'uploads' }), up);
+      },
+      async (port) => {
+        const boundary = 'pathgate-limit';
+        const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+        const rest = Buffer.alloc(200_000, 'a');
+        const head = Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\n\r\n`,
+        );
+        const length = head.length + 100_000 + rest.length + tail.length;
+        const socket = net.connect(port, '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => {
+          answer += chunk.toString('latin1');
+        });
+        socket.write(
+          `POST /up HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n`,
+        );
+        try {
+          socket.write(Buffer.concat([head, Buffer.alloc(100_000, 'a')]));
+          await sleep(500);
+          expect(answer).toBe('');
+          socket.write(Buffer.concat([rest, tail]));
+          expect(await until(() => answer.includes('LIMIT_FILE_SIZE'))).toBe(true);
+          expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+        } finally {
+          socket.destroy();
+        }
       },
     );
   });
