@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import { parseJson } from './answer.js';
 
 // A raw HTTP/1.1 client for the connection tests: requests are bytes written
@@ -42,6 +43,15 @@ export interface RawOptions {
   expect?: number;
   /** Keep sending after the server's FIN, as a client that ignores it would. */
   halfOpen?: boolean;
+  /** Speak HTTP/1.1 over TLS, trusting this certificate (a server with `allowHTTP1`). */
+  ca?: string;
+}
+
+/** The connection `exchangeRaw` writes on: plain, or TLS when given a `ca`. */
+function connectRaw(port: number, options: RawOptions): net.Socket {
+  const at = { port, host: '127.0.0.1', allowHalfOpen: options.halfOpen };
+  if (options.ca === undefined) return net.connect(at);
+  return tls.connect({ ...at, ca: options.ca, ALPNProtocols: ['http/1.1'] });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -127,7 +137,7 @@ export function exchangeRaw(
   options: RawOptions = {},
 ): Promise<RawExchange> {
   const { timeoutMs = 3000, gapMs = 0 } = options;
-  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: options.halfOpen });
+  const socket = connectRaw(port, options);
   const chunks: Buffer[] = [];
   return new Promise((resolve) => {
     let error: string | undefined;

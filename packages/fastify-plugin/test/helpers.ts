@@ -7,6 +7,12 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { afterEach, expect, vi } from 'vitest';
 import { type Answer, forbidden, readAnswer } from '../../../test/answer.js';
+import {
+  exchangeRaw,
+  type RawExchange,
+  type RawOptions,
+  rawRequest,
+} from '../../../test/raw-http.js';
 
 // Shared by the topic files: real servers on 127.0.0.1, raw HTTP clients,
 // temp sandboxes. Everything made here is closed or removed after each test.
@@ -230,6 +236,39 @@ export function postMultipart(
     body,
   });
 }
+
+/**
+ * Posts a raw multipart body on a keep-alive connection, written whole, and
+ * reads until the server closes it or `timeoutMs` (default 3 s) passed. For
+ * the answers that claim to close: node:http without an agent asks for the
+ * close itself, so a close seen there proves nothing.
+ */
+export function postMultipartKeepAlive(
+  port: number,
+  path: string,
+  parts: readonly RawPart[],
+  options: RawOptions = {},
+): Promise<RawExchange> {
+  const body = multipartBody(parts);
+  const head = [
+    `content-type: multipart/form-data; boundary=${BOUNDARY}`,
+    `content-length: ${body.length}`,
+    'connection: keep-alive',
+  ];
+  return exchangeRaw(port, [rawRequest(`POST ${path} HTTP/1.1`, head, body)], options);
+}
+
+/**
+ * An exchange as one value to compare: each answer's status, Connection
+ * header and JSON body, whether the server closed the connection (within the
+ * exchange's timeout), and the client's error (a reset, were the close not
+ * lingering).
+ */
+export const closing = (got: RawExchange) => ({
+  answers: got.responses.map((r) => [r.status, r.headers.connection, r.json]),
+  closed: got.closed,
+  error: got.error,
+});
 
 /** The 403 body pathgate sends, label first. */
 export const denied = (label: string, reason: string): object => forbidden(reason, label);

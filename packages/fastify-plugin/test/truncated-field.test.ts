@@ -1,15 +1,14 @@
 import multipart from '@fastify/multipart';
 import type { PathSpec } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
-import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate from '../src/index.js';
 import {
-  BOUNDARY,
+  closing,
   denied,
   listen,
-  multipartBody,
   newApp,
   postMultipart,
+  postMultipartKeepAlive,
   type RawPart,
   sandbox,
 } from './helpers.js';
@@ -22,7 +21,6 @@ import {
 
 const RULES = ['./public/**', 'rw:./uploads/**'];
 const LIMIT = 16;
-const TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
 
 const field = (name: string, data: string): RawPart => ({ disposition: `name="${name}"`, data });
 const upload: RawPart = {
@@ -122,16 +120,14 @@ describe.each(ROUTES)(
         disposition: 'name="big"; filename="b.bin"',
         data: Buffer.alloc(4 << 20),
       };
-      // A keep-alive client (node:http without an agent asks for the close
-      // itself): the rest of the body must not hold the connection open.
-      const body = multipartBody(s.withFile([field('to', path(LIMIT)), big]));
-      const head = [`content-type: ${TYPE}`, `content-length: ${body.length}`];
-      const sent = rawRequest('POST /move HTTP/1.1', head, body);
-      const got = await exchangeRaw(s.port, [sent], { timeoutMs: 5000 });
-      expect(got.responses.map((r) => [r.status, r.headers.connection, r.json])).toEqual([
-        [413, 'close', TOO_LONG],
-      ]);
-      expect(got.closed).toBe(true);
+      // The rest of the body must not hold the keep-alive connection open.
+      const parts = s.withFile([field('to', path(LIMIT)), big]);
+      const got = await postMultipartKeepAlive(s.port, '/move', parts, { timeoutMs: 5000 });
+      expect(closing(got)).toEqual({
+        answers: [[413, 'close', TOO_LONG]],
+        closed: true,
+        error: undefined,
+      });
       expect(s.calls()).toBe(0);
     });
 
