@@ -167,7 +167,9 @@ describe('a slow client, bytes trickled over seconds', () => {
   const GAP_MS = 50;
   const trickled = (filename: string, data: Buffer): Sent => ({
     path: '/upload',
-    headers: { 'content-type': MULTIPART },
+    // Asks to keep the connection, so a `Connection: close` is the server's own
+    // (node:http without an agent asks for the close itself).
+    headers: { 'content-type': MULTIPART, connection: 'keep-alive' },
     chunks: slices(multipart([filePartOf(filename, data)]), 128),
     gapMs: GAP_MS,
   });

@@ -172,6 +172,18 @@ export function exchangeRaw(
   });
 }
 
+/**
+ * An exchange as one value to compare: each answer's status, Connection
+ * header and JSON body, whether the server closed the connection (within the
+ * exchange's timeout), and the client's error (a reset, were the close not
+ * lingering).
+ */
+export const closing = (got: RawExchange) => ({
+  answers: got.responses.map((r) => [r.status, r.headers.connection, r.json]),
+  closed: got.closed,
+  error: got.error,
+});
+
 /** A request's bytes: the request line, the header lines, the blank line, the body. */
 export function rawRequest(
   line: string,

@@ -15,6 +15,7 @@ import {
   startApps,
 } from './apps.js';
 import { CASES, policy, ROUTES } from './parity-cases.js';
+import { closing, exchangeRaw, rawRequest } from './raw-http.js';
 import { type DenyHook, type NodeGateOptions, nodeGate } from './third-adapter.js';
 
 // The core README's promise, "For adapter authors": its exports guard
@@ -155,12 +156,23 @@ describe('the node:http guard', () => {
     servers = [];
   });
 
-  it('refuses an upload mid-body with Connection: close, and the client reads the 403', async () => {
+  it('refuses an upload mid-body with Connection: close, the client reads the 403, the connection closes', async () => {
     const port = await start({});
-    const got = await request(port, bigUpload(20e6));
-    expect(got.status).toBe(403);
-    expect(got.headers.connection).toBe('close');
-    expect(got.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' }));
+    const { path, headers, body = Buffer.alloc(0) } = bigUpload(20e6);
+    // Keep-alive on a raw socket: node:http without an agent would ask for the close itself.
+    const head = [
+      `content-type: ${headers?.['content-type']}`,
+      `content-length: ${body.length}`,
+      'connection: keep-alive',
+    ];
+    const got = await exchangeRaw(port, [rawRequest(`POST ${path} HTTP/1.1`, head, body)]);
+    expect(closing(got)).toEqual({
+      answers: [
+        [403, 'close', denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' })],
+      ],
+      closed: true,
+      error: undefined,
+    });
   });
 
   it('keeps the connection of a deny with no body pending', async () => {

@@ -2,6 +2,7 @@ import http from 'node:http';
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { closing } from '../../../test/raw-http.js';
 import pathgate, {
   type DenyHandler,
   type PathgateDenied,
@@ -9,7 +10,6 @@ import pathgate, {
   type PathgateOptions,
 } from '../src/index.js';
 import {
-  closing,
   denied,
   listen,
   newApp,

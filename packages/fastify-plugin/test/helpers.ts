@@ -258,17 +258,5 @@ export function postMultipartKeepAlive(
   return exchangeRaw(port, [rawRequest(`POST ${path} HTTP/1.1`, head, body)], options);
 }
 
-/**
- * An exchange as one value to compare: each answer's status, Connection
- * header and JSON body, whether the server closed the connection (within the
- * exchange's timeout), and the client's error (a reset, were the close not
- * lingering).
- */
-export const closing = (got: RawExchange) => ({
-  answers: got.responses.map((r) => [r.status, r.headers.connection, r.json]),
-  closed: got.closed,
-  error: got.error,
-});
-
 /** The 403 body pathgate sends, label first. */
 export const denied = (label: string, reason: string): object => forbidden(reason, label);

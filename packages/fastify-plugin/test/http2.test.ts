@@ -7,18 +7,9 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, parseJson, readAnswer } from '../../../test/answer.js';
-import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
+import { closing, exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate, { type PathgateOptions, type PathSpec } from '../src/index.js';
-import {
-  afterTest,
-  closing,
-  denied,
-  filesIn,
-  listen,
-  newApp,
-  request,
-  sandbox,
-} from './helpers.js';
+import { afterTest, denied, filesIn, listen, newApp, request, sandbox } from './helpers.js';
 import { store } from './multipart-server.js';
 
 // pathgate over HTTP/2 (h2c, and h2 with HTTP/1.1 on one TLS server): the

@@ -8,10 +8,10 @@ import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
 import { searchParams } from '../../../test/container-parsers.js';
+import { closing } from '../../../test/raw-http.js';
 import pathgate, { type PathgateDenied } from '../src/index.js';
 import {
   BOUNDARY,
-  closing,
   denied,
   filesIn,
   listen,

@@ -1,9 +1,9 @@
 import multipart from '@fastify/multipart';
 import type { PathSpec } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
+import { closing } from '../../../test/raw-http.js';
 import pathgate from '../src/index.js';
 import {
-  closing,
   denied,
   listen,
   newApp,
