@@ -48,7 +48,10 @@ function endUpload(raw: FastifyRequest['raw']): void {
  * Close the connection after the answer when the body is still arriving,
  * with a lingering close: a plain close resets the socket under a fast
  * client, which then sees EPIPE instead of the 403. The answer ends the
- * upload (`endUpload`).
+ * upload (`endUpload`). The header goes on the raw response, so that an
+ * answer written there (a hijacked reply) carries it too: the lingering
+ * close drops what comes next on the connection, which a keep-alive answer
+ * would leave the client waiting on.
  */
 export function closeIfBodyPending(
   request: FastifyRequest,
@@ -59,7 +62,8 @@ export function closeIfBodyPending(
   endUpload(request.raw);
   const state = stateOf(request);
   if (state !== null) state.uploadEnded = true;
-  if (lingerClose(request.raw, settings.linger)) reply.header('connection', 'close');
+  const close = lingerClose(request.raw, settings.linger);
+  if (close && !reply.raw.headersSent) reply.raw.setHeader('connection', 'close');
 }
 
 /** Replies an `onDeny` answered itself (`answered`). */
@@ -107,6 +111,8 @@ export function refuse(
   denial: PathDenial,
   settings: PathgateSettings,
 ): object | undefined {
+  // Before onDeny, which may write the answer itself (`reply.hijack()`).
+  if (!settings.reportOnly) closeIfBodyPending(request, reply, settings);
   const shaped = hookBody(
     () => callOnDeny(request, reply, denial, settings),
     (error) => request.log.error({ err: error }, 'pathgate: onDeny failed'),
@@ -117,7 +123,6 @@ export function refuse(
     return undefined;
   }
   request.log.info(logFields(request, denial), 'pathgate: denied');
-  closeIfBodyPending(request, reply, settings);
   return shaped ?? denyBody(denial);
 }
 

@@ -168,6 +168,34 @@ describe('the 403', () => {
   });
 });
 
+describe('an onDeny that hijacks and writes the raw answer while the body is still arriving', () => {
+  // Its answer must say `Connection: close` too: pathgate drops whatever the
+  // client sends next on the connection, and a keep-alive answer would leave
+  // the client waiting on it.
+  const WRITES: [string, (write: () => void) => void][] = [
+    ['at once', (write) => write()],
+    ['on a later turn', (write) => setImmediate(write)],
+  ];
+  it.each(WRITES)('%s: the connection closes', async (_when, when) => {
+    const s = await serve({
+      onDeny: (_denial, _req, reply) => {
+        reply.hijack();
+        when(() => reply.raw.writeHead(451, { 'content-type': 'application/json' }).end('{}'));
+      },
+    });
+    for (const [path, filename] of [
+      ['/up/..%2F..', 'ok.png'],
+      ['/up/uploads%2Fa.png', 'virus.exe'],
+    ] as const) {
+      const got = await postMultipartKeepAlive(s.port, path, [bigFile(filename)]);
+      expect([path, closing(got)]).toEqual([
+        path,
+        { answers: [[451, 'close', {}]], closed: true, error: undefined },
+      ]);
+    }
+  });
+});
+
 describe('onDeny', () => {
   it('sees the denial, request and reply; may add headers and return the body', async () => {
     const seen: unknown[] = [];
