@@ -15,13 +15,13 @@ export interface PathgateMulterOptions
   extends Omit<Options, 'preservePath' | 'defParamCharset' | 'dest' | 'limits' | 'fileFilter'> {
   /** Runs after pathgate's, on allowed files. @types/multer's method form refuses `undefined`. */
   fileFilter?: Options['fileFilter'] | undefined;
-  /** multer's limits, or (multer 2.x) a function of the request returning them. Default: none. */
+  /** multer's limits, or (multer ≥ 2.4) a function of the request giving them. Default: none. */
   limits?: Options['limits'] | ((req: Request) => Options['limits']);
-  /** multer 2.x: the charset of text fields that declare none. Default `'utf8'`. */
+  /** multer ≥ 2.4: the charset of text fields that declare none. Default `'utf8'`. */
   defCharset?: string | undefined;
-  /** multer 2.x: busboy's `highWaterMark`. Default: busboy's. */
+  /** multer ≥ 2.4: busboy's `highWaterMark`. Default: busboy's. */
   highWaterMark?: number | undefined;
-  /** multer 2.x: each file stream's `highWaterMark`. Default: busboy's. */
+  /** multer ≥ 2.4: each file stream's `highWaterMark`. Default: busboy's. */
   fileHwm?: number | undefined;
   /** multer ≥ 2.4: feeds busboy instead of `req.pipe`. Default: none. */
   streamHandler?: StreamHandler | undefined;
