@@ -159,10 +159,10 @@ function earlyDenial(request: FastifyRequest, guard: RouteGuard): PathDenial | u
 }
 
 /**
- * On routes that declare files, in `onRequest`: params, query and headers
- * are checked at once (with attachFieldsToBody, multipart reads the whole
- * upload in preValidation), and the multipart methods are wrapped. Returns
- * true when the 403 went out.
+ * On routes that declare files, in `onRequest` (or late, in `checkRoute`):
+ * params, query and headers are checked at once (with attachFieldsToBody,
+ * multipart reads the whole upload in preValidation), and the multipart
+ * methods are wrapped. Returns true when the 403 went out.
  */
 function startFiles(
   request: FastifyRequest,

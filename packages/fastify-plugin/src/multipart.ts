@@ -135,7 +135,10 @@ export function holdsFileBuffer(body: unknown): boolean {
   return someBodyValue(body, (v) => Buffer.isBuffer(v));
 }
 
-/** The denied part is already in multipart's shared `fields` (the attachFieldsToBody body): take it out. */
+/**
+ * A part no one is handed (denied, or a nameless one let go) is already in
+ * multipart's shared `fields` (the attachFieldsToBody body): take it out.
+ */
 function forgetPart(part: Part): void {
   const { fields, fieldname } = part;
   if (fields === undefined || !Object.hasOwn(fields, fieldname)) return;

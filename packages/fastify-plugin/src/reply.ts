@@ -142,10 +142,11 @@ function cut(reply: FastifyReply, denial: PathDenial): void {
 }
 
 /**
- * A deny in a hook: the 403 (or the cut, after sent headers) goes out now,
- * or once the files an earlier hook had `saveRequestFiles()` spool are
- * removed. False in report-only mode (the request goes on) unless `onDeny`
- * answered the request itself.
+ * A deny before the handler (in a hook, or in the guarded handler): the 403
+ * (or the cut, after sent headers) goes out now, or once the files an
+ * earlier hook had `saveRequestFiles()` spool are removed. False in
+ * report-only mode (the request goes on) unless `onDeny` answered the
+ * request itself.
  */
 export function sendDenial(
   request: FastifyRequest,

@@ -16,7 +16,10 @@ export interface RequestState {
    * route's handler without checking again.
    */
   checked: boolean;
-  /** A multipart file was refused: later multipart calls throw the same deny. */
+  /**
+   * A multipart read was refused (a file part, or a required file missing):
+   * later multipart calls throw the same deny.
+   */
   refused: PathDenial | undefined;
   /** The 403 body of a deny thrown out of a multipart iteration, for `onSend`. */
   thrownBody: object | undefined;
@@ -33,7 +36,10 @@ export interface RequestState {
   uploadEnded: boolean;
 }
 
-/** Decorated once (`null`), set on guarded routes by the first pathgate hook of the request. */
+/**
+ * Decorated once (`null`), set on guarded routes by the first pathgate hook
+ * (or guarded handler) that runs for the request.
+ */
 export const kState: unique symbol = Symbol('pathgate.state');
 
 type StatefulRequest = FastifyRequest & { [kState]: RequestState | null };
