@@ -1,7 +1,8 @@
 /**
  * Wildcard matching by dynamic programming, in O(pattern × subject) time
- * whatever the input: used for `**` over segments and for `?`/`[...]` over
- * code points. No backtracking regex, so no catastrophic cases on long paths.
+ * whatever the input: used for `**` over a path's segments (within one
+ * segment, `?` and classes are matched on its text: segment-match.ts). No
+ * backtracking regex, so no catastrophic cases on long paths.
  */
 export interface SequencePattern<P, S> {
   readonly elements: readonly P[];
