@@ -54,7 +54,7 @@ let ready: object | null = null;
  * request's chain has no such object, or that object already has another
  * `pathgate`.
  */
-function hasAccessor(req: Request): boolean {
+function ensureAccessor(req: Request): boolean {
   const proto = Object.getPrototypeOf(req) as object | null;
   if (proto === ready) return true;
   let base = proto;
@@ -156,7 +156,7 @@ export function setPathgateInfo(
     req.res === res &&
     typeof locals === 'object' &&
     locals !== null &&
-    hasAccessor(req) &&
+    ensureAccessor(req) &&
     storedInLocals(locals, info, reportOnly)
   ) {
     return;
