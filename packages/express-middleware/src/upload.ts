@@ -293,8 +293,8 @@ export class Upload {
 
   /**
    * An enforced refusal after multer stored the files (by a gate's body
-   * specs here, or by a gate after this middleware): the first deny is
-   * answered once they are removed.
+   * specs or required files here, or by a gate after this middleware): the
+   * first deny is answered once they are removed.
    */
   refuseStored(denials: readonly PathDenial[], answer: (denial: PathDenial) => unknown): void {
     const [denial] = denials as [PathDenial];
