@@ -139,9 +139,10 @@ function guardHandler(route: RouteOptions, guard: RouteGuard, settings: Pathgate
  * A route with body specs, declared where @fastify/multipart is registered
  * (`multipart`), also gets an `onRequest` hook that refuses a multipart
  * field cut at `limits.fieldSize` (`guardFields`). Either way the check
- * comes after the hooks of the application and its
- * plugins (Fastify runs those before any route-level hook) and before the
- * route's own, which see checked values.
+ * runs where the route's first `preHandler` would: after the application's
+ * and its plugins' `preHandler` hooks (Fastify runs those before a route's
+ * own) and before the route's own, which see checked values. The route's
+ * own hooks of earlier kinds (`preValidation`) run before it.
  */
 export function guardRoute(
   route: RouteOptions,
