@@ -48,7 +48,10 @@ export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => u
 
 /** Express's own options, beside the shared ones. */
 interface ExpressOptions {
-  /** Receives report-only denies, wiring warnings and `onDeny` failures. Default: `console.warn`. */
+  /**
+   * Receives report-only denies, wiring warnings, and `onDeny` and late
+   * `fileFilter` failures. Default: `console.warn`.
+   */
   log?: ((entry: PathgateLogEntry) => void) | undefined;
   /**
    * `'respond'` sends the 403 JSON body; `'next'` calls `next(err)` with a
