@@ -390,7 +390,8 @@ async function throwAfterAnswer(reply: FastifyReply, error: unknown): Promise<ne
  * multipart's `parts()`, `files()`, `file()` and `saveRequestFiles()` that
  * check each file part's filename before handing it on. `saveRequestFiles()`
  * and the `attachFieldsToBody` hook read through `request.parts()`, so they
- * are covered too; installed in `onRequest`, before any of them can run.
+ * are covered too; installed in `onRequest`, before any of them can run (or
+ * late, by `checkRoute`, should another plugin have taken that hook away).
  */
 export function guardMultipart(
   request: FastifyRequest,
