@@ -11,8 +11,11 @@ import { RouteGuards } from './route-config.js';
 const ONCE_PER_TREE =
   'register it once per tree, at the root (a second policy needs a sibling context)';
 
-async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions): Promise<void> {
-  const settings = readOptions(options);
+/**
+ * Throws if the tree holds a pathgate already: above (this copy, another,
+ * or the app's own `request.pathgate`), or below.
+ */
+function refuseSecondRegistration(fastify: FastifyInstance): void {
   // Fastify's own duplicate-decorator error names only the internal symbol.
   if (fastify.hasRequestDecorator(kState)) {
     throw new Error(
@@ -31,6 +34,11 @@ async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions
       `pathgate: a context inside this one registered pathgate already; ${ONCE_PER_TREE}`,
     );
   }
+}
+
+async function pathgatePlugin(fastify: FastifyInstance, options: PathgateOptions): Promise<void> {
+  const settings = readOptions(options);
+  refuseSecondRegistration(fastify);
   const guards = new RouteGuards(settings.policy);
   fastify.decorateRequest(kState, null);
   // A getter on the prototype: also null in contexts made before this
