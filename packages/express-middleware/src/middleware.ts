@@ -127,6 +127,11 @@ export function routeMiddleware({
         ? 'a multipart request reached a gate with no gate.multer() middleware after it on its route: its fields and files cannot be checked; add gate.multer().single(...) (or array, fields, any, none) after the gate, as a middleware of the route itself (one called from a function of yours is not seen: handle its errors in an error handler)'
         : 'a request body no parser had read reached a gate with body specs: its values cannot be checked; put the body parser before the gate (express.json(), express.urlencoded()); a body of a type no parser before the gate reads is denied',
     );
+  const warnForeign = (req: Request) =>
+    warn(
+      req,
+      'a multipart body another parser read reached a gate with file specs: its files cannot be checked, so they are denied; read it with gate.multer() after the gate instead',
+    );
   /** The route's checks; `denials` (report-only) collects every deny, and none stops the rest. */
   const check = (
     req: Request,
@@ -140,8 +145,12 @@ export function routeMiddleware({
     if (!result.ok) return result;
     if (unread) return { ok: false, denial: unreadDenial as PathDenial };
     if (deferred || !expectsFiles) return result;
-    // Files a parser before us stored (another gate's multer, plain multer): never checked by these specs.
-    if (storedFiles(req).length > 0)
+    // Files a parser before us stored (another gate's multer, plain multer), or
+    // a multipart body no gate.multer() read, whose files sit where we cannot
+    // look: never checked by these specs, optional ones too.
+    const foreign = uploadOf(req) === undefined && typeof req.is('multipart') === 'string';
+    if (foreign) warnForeign(req);
+    if (foreign || storedFiles(req).length > 0)
       return { ok: false, denial: { reason: 'missing-path', label: fileLabel as string } };
     // Nothing will read files after us: a required one is missing (fail closed).
     return guard.checkMissingFiles(NO_FILES);

@@ -45,6 +45,14 @@ function buildApp(options: Partial<PathgateOptions> = {}): express.Express {
   app.post('/parsed', express.json(), optional, handler);
   // Only an optional file spec: a body of another type can hold no file.
   app.post('/file-optional', gate.write({ file: 'f', under: 'uploads', optional: true }), handler);
+  // A multipart parser of the app's own before the gate, keeping the files
+  // where no gate looks (here the raw body itself).
+  app.post(
+    '/own-multipart',
+    express.raw({ type: 'multipart/form-data' }),
+    gate.write({ file: 'f', under: 'uploads', optional: true }),
+    handler,
+  );
   // No body spec: the gate has no reason to look at the body.
   app.post('/query', gate.write({ query: 'to', under: 'uploads' }), express.json(), handler);
   return app;
@@ -148,6 +156,25 @@ describe('an unparsed body on a route with optional body specs', () => {
     expect(res.status).toBe(200);
     expect(res.body.pathgate.files).toEqual([]);
     expect(calls).toBe(1);
+  });
+
+  it('a multipart body another parser read: its files are out of sight, an optional file spec denies', async () => {
+    const fresh = buildApp();
+    for (const name of ['../../etc/x', 'a.txt']) {
+      const res = await supertest(fresh)
+        .post('/own-multipart')
+        .attach('f', Buffer.from('x'), { filename: name, contentType: 'text/plain' });
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual(denyBody({ reason: 'missing-path', label: 'file f' }));
+    }
+    expect(calls).toBe(0);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: 'misconfigured',
+        message: expect.stringContaining('gate.multer()'),
+        url: '/own-multipart',
+      }),
+    ]);
   });
 
   it('report-only: the deny is reported and the request goes on', async () => {

@@ -40,9 +40,8 @@ const MULTIPART_TYPE = /^\s*multipart\//i;
  * file, so a required one is missing (and a JSON body cannot pose as a file
  * part). A multipart body @fastify/multipart did not parse (the app's own
  * parser) holds files pathgate never sees: every file spec, optional ones
- * too, is missing, as under the Express adapter for a multipart body that
- * reaches the gate unread (one the app's own parser read, Express checks
- * by `req.files` only). A body holding a file part the guard never saw
+ * too, is missing, as under the Express adapter for a multipart body no
+ * `gate.multer()` read. A body holding a file part the guard never saw
  * fails closed.
  */
 function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
