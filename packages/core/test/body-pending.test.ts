@@ -23,6 +23,8 @@ describe('bodyPending', () => {
     ['HTTP/1.1 with content-length 0', h1({ 'content-length': '0' }), false],
     ['HTTP/1.1 with content-length 000', h1({ 'content-length': '000' }), false],
     ['HTTP/1.1 with content-length 010', h1({ 'content-length': '010' }), true],
+    // Node refuses an empty length; were one to come, it is no "no body".
+    ['HTTP/1.1 with an empty length: pending, to be safe', h1({ 'content-length': '' }), true],
     [
       'HTTP/1.1 with a length that is no one string: pending, to be safe',
       h1({ 'content-length': ['0'] }),

@@ -1,6 +1,6 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { callWatching, denyBody, hookBody } from '../src/index.js';
 
@@ -142,6 +142,31 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     expect(exchange.map((stream) => stream.destroyed)).toEqual([false, false, false]);
     expect(seen).toHaveLength(3);
     socket.destroy();
+  });
+
+  it('a write stream the hook ended (`return log.end(line)`) is no body, and is left to write what it holds', async () => {
+    const written: string[] = [];
+    const log = new Writable({
+      write(chunk, _encoding, callback) {
+        setImmediate(() => {
+          written.push(String(chunk));
+          callback();
+        });
+      },
+    });
+    const seen: unknown[] = [];
+    expect(
+      hookBody(
+        () => log.end('denied\n'),
+        (e) => seen.push(e),
+      ),
+    ).toBeUndefined();
+    await new Promise((resolve) => log.once('finish', resolve).once('close', resolve));
+    expect([log.destroyed && !log.writableFinished, written, seen]).toEqual([
+      false,
+      ['denied\n'],
+      [expect.any(TypeError)],
+    ]);
   });
 
   it("a rejecting promise's error goes to onFailed, not to an unhandled rejection", async () => {
