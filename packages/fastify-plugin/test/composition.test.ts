@@ -345,11 +345,15 @@ describe('a deny after a hook that sent the headers (an event stream)', () => {
     complete: boolean;
   }
 
-  /** Reads the response to its end or its cut; a hang fails the request after 2 s. */
-  function stream(port: number, path: string): Promise<Streamed> {
+  /**
+   * Reads the response to its end or its cut; a hang fails the request after
+   * 2 s. `pending`: the request announces a body it never sends.
+   */
+  function stream(port: number, path: string, pending = false): Promise<Streamed> {
     return new Promise((resolve, reject) => {
+      const headers = pending ? { 'content-length': '10' } : {};
       const req = http.get(
-        { host: '127.0.0.1', port, path, agent: false, timeout: 2000 },
+        { host: '127.0.0.1', port, path, headers, agent: false, timeout: 2000 },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -423,6 +427,18 @@ describe('a deny after a hook that sent the headers (an event stream)', () => {
       expect(denies()).toBe(1);
       expect(logged(/^pathgate: denied$/)).toBe(1);
       expect(noisy()).toEqual([]);
+    },
+  );
+
+  // The deny closes a connection whose body is still coming, as ever; its
+  // header cannot go on a response whose headers left (Node would throw).
+  it.each(Object.keys(ROUTES))(
+    'enforced, %s, a body still arriving: the stream cut, nothing noisy',
+    async (url) => {
+      const { port, noisy, calls, denies } = await streamApp(false);
+      const res = await stream(port, `${url}?p=../etc`, true);
+      expect(res).toEqual({ status: 200, text: 'data: open\n\n', complete: false });
+      expect([calls(), denies(), noisy()]).toEqual([0, 1, []]);
     },
   );
 
