@@ -318,6 +318,8 @@ describe('parts() with fields, attachFieldsToBody', () => {
   const FILE_HEADERS = {
     'content-type': 'text/plain',
     'content-disposition': 'attachment; filename="report.txt"',
+    'content-language': 'en',
+    'content-location': '/files/report.txt',
     'content-range': 'bytes 0-12/100',
     etag: '"v1"',
     'last-modified': 'Fri, 04 Dec 2026 12:00:00 GMT',
