@@ -357,6 +357,23 @@ describe('fail closed: every declared route is guarded, whatever the order', () 
     },
   );
 
+  it.each([null, undefined])(
+    "a config an onRoute hook after pathgate's took away (%s): the app does not start, and says why",
+    async (config) => {
+      const app = newApp();
+      await withPlugin(app);
+      app.addHook('onRoute', (route) => {
+        if (route.url === '/gone/*') route.config = config as unknown as typeof route.config;
+      });
+      app.get('/gone/*', { config: { pathgate: READ_STAR } }, async () => 'x');
+      await expect(app.ready()).rejects.toThrow(
+        new TypeError(
+          "pathgate: route GET /gone/*: config.pathgate was replaced by an onRoute hook that runs after pathgate's, so the route would not be guarded as declared; add that hook before registering pathgate",
+        ),
+      );
+    },
+  );
+
   it('a config.pathgate getter that builds a new declaration on each read: the app does not start, and says why', async () => {
     const app = newApp();
     await withPlugin(app);
