@@ -44,7 +44,8 @@ function buildApp(options: Partial<PathgateOptions> = {}): express.Express {
   // The right order: a body of a type the parser skips is still unread.
   app.post('/parsed', express.json(), optional, handler);
   // Only an optional file spec: a body of another type can hold no file.
-  app.post('/file-optional', gate.write({ file: 'f', under: 'uploads', optional: true }), handler);
+  // Any method: a GET is a request without a body (no length, no transfer encoding).
+  app.all('/file-optional', gate.write({ file: 'f', under: 'uploads', optional: true }), handler);
   // A multipart parser of the app's own before the gate, keeping the files
   // where no gate looks (here the raw body itself).
   app.post(
@@ -156,6 +157,14 @@ describe('an unparsed body on a route with optional body specs', () => {
     expect(res.status).toBe(200);
     expect(res.body.pathgate.files).toEqual([]);
     expect(calls).toBe(1);
+  });
+
+  it('a route with only an optional file spec lets a request without a body (a GET) through', async () => {
+    // req.is() is null there: no body, so no multipart one another parser read.
+    const res = await supertest(app).get('/file-optional');
+    expect(res.status).toBe(200);
+    expect(res.body.pathgate.files).toEqual([]);
+    expect([calls, logs]).toEqual([1, []]);
   });
 
   it('a multipart body another parser read: its files are out of sight, an optional file spec denies', async () => {

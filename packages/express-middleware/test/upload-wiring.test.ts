@@ -267,6 +267,23 @@ describe('a gate after the gate.multer() that stored the files', () => {
   });
 });
 
+describe('a gate after the gate.multer() that read a body without files', () => {
+  // gate.multer() read it, so no file sits out of sight: nothing to deny.
+  it('passes its optional file spec', async () => {
+    await wired(
+      (app, gate, answer) => {
+        const optional = gate.write({ ...FILE, optional: true });
+        app.post('/fields', optional, gate.multer().single('f'), optional, answer);
+      },
+      async (port, _root, reached) => {
+        const res = await upload(port, '/fields', [fieldPart('t', 'x')]);
+        expect(res.status).toBe(200);
+        expect(reached()).toBe(1);
+      },
+    );
+  });
+});
+
 describe('a second gate.multer() on a request whose body one already read', () => {
   it('is skipped: no second parse of the spent body (a 400 that left the files stored)', async () => {
     await wired(
