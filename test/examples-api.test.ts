@@ -635,24 +635,58 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit'
 });
 
 describe.each(EXAMPLES)('examples/$name-files/server.ts stopped while starting', ({ name }) => {
-  // Ctrl-C between making the temp sandbox and listening: the sandbox goes too.
-  it('removes the sandbox it made when SIGTERM comes before it listens', async () => {
+  /**
+   * Runs the example on a temp sandbox of its own making, in a TMPDIR of the
+   * test's; `sandboxes` lists the ones left there (tsx keeps its cache in
+   * the temp dir too, so not just any entry).
+   */
+  async function inTmp(
+    port: number,
+    run: (child: ChildProcess, sandboxes: () => string[]) => Promise<void>,
+  ) {
     const tmp = mkdtempSync(join(tmpdir(), 'pathgate-start-stop-'));
     try {
       const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
       delete env.PATHGATE_ROOT;
-      const args = ['--import', 'tsx', `examples/${name}-files/server.ts`, '--port', '0'];
+      const args = [
+        ...['--import', 'tsx', '--import', './test/slow-listen.ts'],
+        ...[`examples/${name}-files/server.ts`, '--port', String(port)],
+      ];
       const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env, stdio: 'ignore' });
+      await run(child, () =>
+        readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-')),
+      );
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+
+  // Ctrl-C between making the temp sandbox and listening (each listen slowed,
+  // test/slow-listen.ts): the sandbox goes too, and the server once it listens.
+  it('removes the sandbox it made when SIGTERM comes before it listens', async () => {
+    await inTmp(0, async (child, sandboxes) => {
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      // Not just any entry: tsx keeps its cache in the temp dir too.
-      const sandboxes = () =>
-        readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-'));
       while (sandboxes().length === 0) await sleep(1);
+      const stopped = Date.now();
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(sandboxes()).toEqual([]);
+      // Closed as soon as it listens, not left serving until the stop's grace (5 s) ends.
+      expect(Date.now() - stopped).toBeLessThan(4_500);
+    });
+  }, 30_000);
+
+  it('removes the sandbox it made when it cannot listen (the port taken), and exits 1', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as net.AddressInfo;
+      await inTmp(port, async (child, sandboxes) => {
+        expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+        expect(sandboxes()).toEqual([]);
+      });
     } finally {
-      rmSync(tmp, { recursive: true, force: true });
+      taken.close();
     }
   }, 30_000);
 });
