@@ -634,59 +634,87 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts under a file-size limit'
   }, 30_000);
 });
 
-describe.each(EXAMPLES)('examples/$name-files/server.ts stopped while starting', ({ name }) => {
-  /**
-   * Runs the example on a temp sandbox of its own making, in a TMPDIR of the
-   * test's; `sandboxes` lists the ones left there (tsx keeps its cache in
-   * the temp dir too, so not just any entry).
-   */
-  async function inTmp(
-    port: number,
-    run: (child: ChildProcess, sandboxes: () => string[]) => Promise<void>,
-  ) {
-    const tmp = mkdtempSync(join(tmpdir(), 'pathgate-start-stop-'));
-    try {
+describe.each(EXAMPLES)(
+  'examples/$name-files/server.ts: its own sandbox, however it ends',
+  ({ name }) => {
+    /**
+     * Runs the example on a temp sandbox of its own making, in a TMPDIR of the
+     * test's, with `preload` imported first; `sandboxes` lists the ones left
+     * there (tsx keeps its cache in the temp dir too, so not just any entry).
+     * A child still running at the end (a failed test) is killed.
+     */
+    async function inTmp(
+      port: number,
+      run: (child: ChildProcess, sandboxes: () => string[]) => Promise<void>,
+      preload = './test/slow-listen.ts',
+    ) {
+      const tmp = mkdtempSync(join(tmpdir(), 'pathgate-start-stop-'));
       const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
       delete env.PATHGATE_ROOT;
       const args = [
-        ...['--import', 'tsx', '--import', './test/slow-listen.ts'],
+        ...['--import', 'tsx', '--import', preload],
         ...[`examples/${name}-files/server.ts`, '--port', String(port)],
       ];
       const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env, stdio: 'ignore' });
-      await run(child, () =>
-        readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-')),
-      );
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
+      try {
+        await run(child, () =>
+          readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-')),
+        );
+      } finally {
+        child.kill('SIGKILL');
+        rmSync(tmp, { recursive: true, force: true });
+      }
     }
-  }
 
-  // Ctrl-C between making the temp sandbox and listening (each listen slowed,
-  // test/slow-listen.ts): the sandbox goes too, and the server once it listens.
-  it('removes the sandbox it made when SIGTERM comes before it listens', async () => {
-    await inTmp(0, async (child, sandboxes) => {
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    /**
+     * Sends SIGTERM once the sandbox is made; expects exit 0 with the sandbox
+     * removed, within 15 s (below the test's timeout, so a child that never
+     * exits is killed), and returns how long the exit took, in ms.
+     */
+    async function stopOnceMade(child: ChildProcess, sandboxes: () => string[]): Promise<number> {
+      const exited = Promise.race([
+        new Promise<number | null>((resolve) => child.once('exit', resolve)),
+        sleep(15_000, 'still running'),
+      ]);
       while (sandboxes().length === 0) await sleep(1);
       const stopped = Date.now();
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(sandboxes()).toEqual([]);
-      // Closed as soon as it listens, not left serving until the stop's grace (5 s) ends.
-      expect(Date.now() - stopped).toBeLessThan(4_500);
-    });
-  }, 30_000);
-
-  it('removes the sandbox it made when it cannot listen (the port taken), and exits 1', async () => {
-    const taken = net.createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = taken.address() as net.AddressInfo;
-      await inTmp(port, async (child, sandboxes) => {
-        expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
-        expect(sandboxes()).toEqual([]);
-      });
-    } finally {
-      taken.close();
+      return Date.now() - stopped;
     }
-  }, 30_000);
-});
+
+    // Ctrl-C between making the temp sandbox and listening (each listen slowed,
+    // test/slow-listen.ts): the sandbox goes too, and the server once it listens.
+    it('removes the sandbox it made when SIGTERM comes before it listens', async () => {
+      await inTmp(0, async (child, sandboxes) => {
+        // Closed as soon as it listens, not left serving until the stop's grace (5 s) ends.
+        expect(await stopOnceMade(child, sandboxes)).toBeLessThan(4_500);
+      });
+    }, 30_000);
+
+    it('exits at the end of the grace period when something never ends, sandbox removed', async () => {
+      await inTmp(
+        0,
+        async (child, sandboxes) => {
+          expect(await stopOnceMade(child, sandboxes)).toBeGreaterThanOrEqual(4_900);
+        },
+        './test/never-idle.ts',
+      );
+    }, 30_000);
+
+    it('removes the sandbox it made when it cannot listen (the port taken), and exits 1', async () => {
+      const taken = net.createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = taken.address() as net.AddressInfo;
+        await inTmp(port, async (child, sandboxes) => {
+          expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+          expect(sandboxes()).toEqual([]);
+        });
+      } finally {
+        taken.close();
+      }
+    }, 30_000);
+  },
+);
