@@ -20,6 +20,9 @@ const NO_FILES: readonly CheckedFile[] = [];
 
 type UnreadBody = 'multipart' | 'other';
 
+/** A `multipart/*` request, as multer reads one (`req.is()` is null without a body). */
+const isMultipart = (req: Request): boolean => typeof req.is('multipart') === 'string';
+
 /** Whether a parser set `req.body`: a lazy one's getter that throws did (the guard denies its specs). */
 function bodySet(req: Request): boolean {
   try {
@@ -44,7 +47,7 @@ function unreadBody(req: Request): UnreadBody | undefined {
   const length = headers['content-length'];
   if (headers['transfer-encoding'] === undefined && length === undefined) return undefined;
   if (bodySet(req) && req.readableEnded) return undefined;
-  if (typeof req.is('multipart') === 'string') return 'multipart';
+  if (isMultipart(req)) return 'multipart';
   return length === '0' ? undefined : 'other';
 }
 
@@ -148,7 +151,7 @@ export function routeMiddleware({
     // Files a parser before us stored (another gate's multer, plain multer), or
     // a multipart body no gate.multer() read, whose files sit where we cannot
     // look: never checked by these specs, optional ones too.
-    const foreign = uploadOf(req) === undefined && typeof req.is('multipart') === 'string';
+    const foreign = uploadOf(req) === undefined && isMultipart(req);
     if (foreign) warnForeign(req);
     if (foreign || storedFiles(req).length > 0)
       return { ok: false, denial: { reason: 'missing-path', label: fileLabel as string } };
