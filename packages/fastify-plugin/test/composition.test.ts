@@ -293,6 +293,56 @@ describe("the user's hooks: before the check they are checked, after it they are
   });
 });
 
+describe('app hooks added before or after pathgate', () => {
+  type Kind = 'onRequest' | 'preValidation' | 'preHandler';
+  /** An app hook of `kind`, added before or after pathgate, points `params['*']` out of the rules. */
+  async function rewritingApp(kind: Kind, hookAfter: boolean, appWide: boolean) {
+    const root = sandbox();
+    const app = newApp();
+    const { answer, calls } = handler();
+    const declare = () => app.get('/f/*', { config: { pathgate: READ_STAR } }, answer);
+    const addHook = () =>
+      app.addHook(kind, async (req: FastifyRequest) => {
+        (req.params as Record<string, string>)['*'] = '../../etc/passwd';
+      });
+    // Declared before pathgate, the route is guarded by its app-wide hooks.
+    if (appWide) declare();
+    if (!hookAfter) addHook();
+    await app.register(pathgate, { root, fs: RULES });
+    if (hookAfter) addHook();
+    if (!appWide) declare();
+    return { root, answer: await get(await listen(app), '/f/public/a'), calls };
+  }
+
+  const KINDS: readonly Kind[] = ['onRequest', 'preValidation', 'preHandler'];
+  const ROWS = KINDS.flatMap((kind) =>
+    [false, true].flatMap((hookAfter) =>
+      [false, true].map((appWide) => [kind, hookAfter, appWide] as const),
+    ),
+  );
+
+  it.each(
+    ROWS.filter(([kind, hookAfter, appWide]) => !(kind === 'preHandler' && hookAfter && appWide)),
+  )(
+    '%s, added after pathgate %s, app-wide hooks %s: the rewritten value is checked',
+    async (kind, hookAfter, appWide) => {
+      const { answer, calls } = await rewritingApp(kind, hookAfter, appWide);
+      expect(answer.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+      expect(calls()).toBe(0);
+    },
+  );
+
+  // README (registration order): the app-wide preHandler runs in registration
+  // order, so an app preHandler added after it runs after the check.
+  it('a preHandler added after pathgate, on a route its app-wide hooks guard: what it rewrites is raw, request.pathgate keeps the checked path', async () => {
+    const { root, answer } = await rewritingApp('preHandler', true, true);
+    expect(answer.json).toMatchObject({
+      pathgate: { params: { '*': `${root}/public/a` } },
+      params: { '*': '../../etc/passwd' },
+    });
+  });
+});
+
 describe('routes that share a URL', () => {
   it('a version constraint: the constrained route is checked, its HEAD route too', async () => {
     const root = sandbox();
