@@ -343,7 +343,7 @@ describe('app hooks added before or after pathgate', () => {
   });
 });
 
-describe('routes that share a URL', () => {
+describe('routes that share a URL, or a declaration', () => {
   it('a version constraint: the constrained route is checked, its HEAD route too', async () => {
     const root = sandbox();
     const app = newApp();
@@ -360,6 +360,84 @@ describe('routes that share a URL', () => {
     expect(calls()).toBe(0);
     // The unconstrained route declares nothing: request.pathgate is null there.
     expect((await get(port, '/v/..%2Fetc')).json).toMatchObject({ pathgate: null });
+  });
+
+  /**
+   * A listening app with pathgate; `declare` runs before its registration
+   * (`appWide`: its app-wide hooks guard those routes) or after it.
+   */
+  async function declaredApp(appWide: boolean, declare: (app: FastifyInstance) => unknown) {
+    const root = sandbox();
+    const app = newApp();
+    if (appWide) await declare(app);
+    await app.register(pathgate, { root, fs: RULES });
+    if (!appWide) await declare(app);
+    return { root, port: await listen(app) };
+  }
+
+  it.each([false, true])(
+    'a host constraint, app-wide hooks %s: each host gets its own route, checked by its own declaration',
+    async (appWide) => {
+      const { answer, calls } = handler();
+      const under: RouteGuardOptions = { mode: 'read', paths: [{ params: '*', under: 'public' }] };
+      const { root, port } = await declaredApp(appWide, (app) => {
+        const host = (name: string, pathgate: RouteGuardOptions) => ({
+          constraints: { host: name },
+          config: { pathgate },
+        });
+        app.get('/h/*', host('a.test', READ_STAR), answer);
+        app.get('/h/*', host('b.test', under), answer);
+      });
+      const at = (host: string, path: string) => request(port, { path, headers: { host } });
+      const checked = { pathgate: { params: { '*': `${root}/public/a` } } };
+      expect((await at('a.test', '/h/public/a')).json).toMatchObject(checked);
+      expect((await at('b.test', '/h/a')).json).toMatchObject(checked);
+      const outside = await at('a.test', '/h/a');
+      expect(outside.json).toEqual(denied('params.*', 'path-not-in-allowlist'));
+      expect((await at('b.test', '/h/..%2F..%2Fx')).status).toBe(403);
+      expect(calls()).toBe(2);
+    },
+  );
+
+  it.each([false, true])(
+    "a prefix's '/' route, prefixTrailingSlash 'both', app-wide hooks %s: both URLs Fastify registers are checked",
+    async (appWide) => {
+      const { answer, calls } = handler();
+      const read: RouteGuardOptions = { mode: 'read', paths: [{ params: 'dir', under: 'public' }] };
+      const { root, port } = await declaredApp(appWide, (app) =>
+        app.register(
+          async (scope) => {
+            scope.get('/', { prefixTrailingSlash: 'both', config: { pathgate: read } }, answer);
+          },
+          { prefix: '/d/:dir' },
+        ),
+      );
+      for (const path of ['/d/..%2F..%2Fx', '/d/..%2F..%2Fx/']) {
+        expect((await get(port, path)).json).toEqual(denied('params.dir', 'path-not-in-allowlist'));
+        expect((await request(port, { method: 'HEAD', path })).status).toBe(403);
+      }
+      expect((await get(port, '/d/a/')).json).toMatchObject({
+        pathgate: { params: { dir: `${root}/public/a` } },
+      });
+      expect(calls()).toBe(1);
+    },
+  );
+
+  it('exposeHeadRoutes false: a HEAD route of its own, or one a GET route asks for, is checked', async () => {
+    const root = sandbox();
+    const app = newApp({ exposeHeadRoutes: false });
+    await app.register(pathgate, { root, fs: RULES });
+    const { answer, calls } = handler();
+    app.head('/own/*', { config: { pathgate: READ_STAR } }, answer);
+    app.get('/asked/*', { exposeHeadRoute: true, config: { pathgate: READ_STAR } }, answer);
+    app.get('/none/*', { config: { pathgate: READ_STAR } }, answer);
+    const port = await listen(app);
+    const head = (path: string) => request(port, { method: 'HEAD', path });
+    expect((await head('/own/..%2Fetc')).status).toBe(403);
+    expect((await head('/asked/..%2Fetc')).status).toBe(403);
+    expect((await head('/none/..%2Fetc')).status).toBe(404);
+    expect((await head('/own/public/a')).status).toBe(200);
+    expect(calls()).toBe(1);
   });
 
   it('fastify.route() with several methods: each is checked', async () => {
