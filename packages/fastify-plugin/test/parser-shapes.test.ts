@@ -143,6 +143,11 @@ describe('a parser whose value read throws', () => {
 const one = (name: string) => ({ raw: name, checked: `${ROOT}/${name}` });
 const OUT = 'path-not-in-allowlist';
 
+/** Routes `/old/…` to `/f/…`, before Fastify's router reads the URL. */
+const REWRITE: FastifyServerOptions = {
+  rewriteUrl: (req) => (req.url ?? '/').replace(/^\/old\//, '/f/'),
+};
+
 describe('router options: the handler reads the param pathgate checked', () => {
   type Row = readonly [string, FastifyServerOptions, string, Want];
   const ROWS: readonly Row[] = [
@@ -202,6 +207,13 @@ describe('router options: the handler reads the param pathgate checked', () => {
       one('docs'),
     ],
     ['without it, ; is part of the param', {}, '/p/docs;p=x', { reason: OUT, label: 'params.p' }],
+    ['rewriteUrl: the params of the URL it gives', REWRITE, '/old/docs/a', one('docs/a')],
+    [
+      'rewriteUrl: those climb out',
+      REWRITE,
+      '/old/..%2F..%2Fx',
+      { reason: OUT, label: 'params.*' },
+    ],
     ['a regex param', {}, '/re/docs%2Fa', one('docs/a')],
     ['a regex param climbs out', {}, '/re/..%2F..%2Fx', { reason: OUT, label: 'params.p' }],
   ];
