@@ -160,6 +160,42 @@ describe('routers and route shapes', () => {
   });
 });
 
+describe('req.url rewritten by a middleware', () => {
+  /** Points `req.url` at `to`, as a rewriting middleware does. */
+  const rewrite =
+    (from: RegExp, to: string): RequestHandler =>
+    (req, _res, next) => {
+      req.url = req.url.replace(from, to);
+      next();
+    };
+
+  it('before the route: the params and query of the new URL are routed and checked', async () => {
+    const { answer, calls } = handler();
+    const app = express();
+    app.use(rewrite(/^\/old\//, '/f/'));
+    app.get('/f/*path', gate.read({ params: 'path' }, { query: 'q', optional: true }), answer);
+    const { body } = await supertest(app).get('/old/docs/a?q=docs/b').expect(200);
+    expect(body.pathgate).toMatchObject({
+      params: { path: `${ROOT}/docs/a` },
+      query: { q: `${ROOT}/docs/b` },
+    });
+    expect((await supertest(app).get('/old/..%2F..%2Fx').expect(403)).body).toEqual(
+      denied('params.path'),
+    );
+    await supertest(app).get('/old/docs/a?q=../x').expect(403);
+    expect(calls()).toBe(1);
+  });
+
+  it('between the gate and the handler: req.query is parsed again from the new URL, unchecked (README)', async () => {
+    const { answer } = handler();
+    const app = express();
+    app.get('/f', gate.read({ query: 'q' }), rewrite(/\?.*/, '?q=../../etc/passwd'), answer);
+    const { body } = await supertest(app).get('/f?q=docs/a').expect(200);
+    expect(body.query).toEqual({ q: '../../etc/passwd' });
+    expect(body.pathgate.query).toEqual({ q: `${ROOT}/docs/a` });
+  });
+});
+
 describe('HEAD with a multipart body on a route with gate.multer()', () => {
   /** A HEAD to /up whose multipart body carries one file part named `name`. */
   const headUpload = (app: Express, name: string) =>
