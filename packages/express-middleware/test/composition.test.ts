@@ -117,6 +117,24 @@ describe('routers and route shapes', () => {
     expect(calls()).toBe(3);
   });
 
+  it('an array of paths: the params of the one that matched are checked', async () => {
+    const { answer, calls } = handler();
+    const app = express();
+    app.get(
+      ['/a/:p', '/b/*p', /^\/c\/(?<p>.*)$/],
+      gate.read({ params: 'p', under: 'docs' }),
+      answer,
+    );
+    for (const path of ['/a/x', '/b/x', '/c/x']) {
+      const { body } = await supertest(app).get(path).expect(200);
+      expect(body.pathgate.params).toEqual({ p: `${ROOT}/docs/x` });
+    }
+    for (const path of ['/a/..%2F..%2Fx', '/b/..%2F..%2Fx', '/c/../../x', '/c/..%2F..%2Fx']) {
+      expect((await supertest(app).get(path).expect(403)).body).toEqual(denied('params.p'));
+    }
+    expect(calls()).toBe(3);
+  });
+
   it('app.param rewrites the param before the route: the gate checks the rewritten value', async () => {
     const { answer, calls } = handler();
     const app = express();
