@@ -42,6 +42,7 @@ const ROUTES: readonly Route[] = [
   { method: 'GET', url: '/files/*', mode: 'read', paths: [{ params: '*' }] },
   { method: 'GET', url: '/q', mode: 'read', paths: [{ query: 'path' }] },
   { method: 'POST', url: '/move', mode: 'write', paths: [{ body: 'from' }, { body: 'to' }] },
+  { method: 'POST', url: '/note', mode: 'write', paths: [{ body: 'to', optional: true }] },
   {
     method: 'POST',
     url: '/upload',
@@ -332,6 +333,15 @@ const FRAMINGS: readonly Framing[] = [
       NEXT,
     ],
     want: [[OUT, 'query.dir'], 200],
+  },
+  {
+    // A type no parser reads, and no body: nothing unchecked, so the optional spec passes, as with 0.
+    name: 'a text body whose Content-Length is 00, on an optional body spec, then a request',
+    sent: [
+      rawRequest('POST /note HTTP/1.1', ['content-type: text/plain', 'content-length: 00']),
+      NEXT,
+    ],
+    want: [200, 200],
   },
   {
     name: 'an obs-fold header line',

@@ -6,4 +6,10 @@ export type {
   LingerOptions,
   PendingRequest,
 } from './linger.js';
-export { bodyPending, DEFAULT_LINGER_BYTES, DEFAULT_LINGER_MS, lingerClose } from './linger.js';
+export {
+  bodyPending,
+  DEFAULT_LINGER_BYTES,
+  DEFAULT_LINGER_MS,
+  framesNoBody,
+  lingerClose,
+} from './linger.js';

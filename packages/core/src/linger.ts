@@ -73,10 +73,19 @@ export interface PendingRequest {
 export function bodyPending(req: PendingRequest): boolean {
   if (req.complete) return false;
   if (req.httpVersionMajor >= 2) return req.stream?.endAfterHeaders === false;
-  const { headers } = req;
+  return !framesNoBody(req.headers);
+}
+
+/**
+ * Whether an HTTP/1.1 request's head frames no body: no transfer encoding,
+ * and no length or one of zeros. The Express gate asks it too, of a body no
+ * parser has read: `00` read as a body there was refused as unchecked, where
+ * `0` (and the Fastify plugin) let an optional body spec pass.
+ */
+export function framesNoBody(headers: PendingRequest['headers']): boolean {
   const length = headers['content-length'];
   const none = length === undefined || (typeof length === 'string' && ZERO.test(length));
-  return headers['transfer-encoding'] !== undefined || !none;
+  return headers['transfer-encoding'] === undefined && none;
 }
 
 /**

@@ -6,6 +6,7 @@ import type {
   PathSource,
   RouteGuard,
 } from '@pathgate/core';
+import { framesNoBody } from '@pathgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { misconfiguredOnce, type Settings } from './options.js';
 import type { Deny } from './reply.js';
@@ -34,7 +35,8 @@ function bodySet(req: Request): boolean {
 
 /**
  * A body no parser has read yet: `multipart` (any `multipart/*`, as multer
- * reads), or `other` (not empty). `req.is()` answers null for a request
+ * reads), or `other` (not empty: a length of zeros, `00` too, is none, as
+ * Node reads it). `req.is()` answers null for a request
  * without a body (no transfer-encoding, no content-length), so a GET skips
  * it: the same answer, without parsing the content type. The headers come
  * first: a GET has no `req.body`, and looking one up misses along the whole
@@ -48,7 +50,7 @@ function unreadBody(req: Request): UnreadBody | undefined {
   if (headers['transfer-encoding'] === undefined && length === undefined) return undefined;
   if (bodySet(req) && req.readableEnded) return undefined;
   if (isMultipart(req)) return 'multipart';
-  return length === '0' ? undefined : 'other';
+  return framesNoBody(headers) ? undefined : 'other';
 }
 
 /**
