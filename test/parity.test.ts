@@ -295,6 +295,7 @@ describe('an onDeny whose body JSON cannot write, or must not', () => {
     ['a cycle', cyclic],
     ['a BigInt', { n: 1n }],
     ['a throwing toJSON', throwing],
+    ['bytes (a page to send), which JSON writes as numbers', Buffer.from('<p>denied</p>')],
   ])('%s: both log it and send the default 403, never the error', (_name, body) =>
     expectDefault403Logged(() => body),
   );

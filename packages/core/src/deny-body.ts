@@ -49,6 +49,39 @@ function refuseStream(returned: object): void {
   throw new TypeError('a stream is no 403 body: send it from onDeny yourself');
 }
 
+/** The whole-buffer kinds `ArrayBuffer.isView` does not take, by their tag (it holds across realms). */
+const BUFFER_TAGS = new Set(['[object ArrayBuffer]', '[object SharedArrayBuffer]']);
+
+/**
+ * Lets go of a web stream no one will read (a fetch's body holds its
+ * connection). A locked one is its reader's: cancel() rejects, and is ignored.
+ */
+function cancelWeb(stream: unknown): void {
+  const web = stream as { cancel?: () => unknown } | null | undefined;
+  if (typeof web?.cancel === 'function') Promise.resolve(web.cancel()).then(ignore, ignore);
+}
+
+/**
+ * Bytes, a web `Response` or `Blob` (both have `arrayBuffer()`) and a web
+ * `ReadableStream` are no body either: JSON writes a Buffer as
+ * `{"type":"Buffer","data":[…]}`, the others as numbers or `{}`. The
+ * hook meant to send them; a web stream is let go as `refuseStream` lets
+ * go of a Node one.
+ */
+function refuseNonJson(returned: object): void {
+  if (ArrayBuffer.isView(returned) || BUFFER_TAGS.has(Object.prototype.toString.call(returned)))
+    throw new TypeError('bytes are no 403 body: send them from onDeny yourself');
+  const web = returned as { getReader?: unknown; arrayBuffer?: unknown; body?: unknown };
+  if (typeof web.getReader === 'function') {
+    cancelWeb(returned);
+    throw new TypeError('a web stream is no 403 body: send it from onDeny yourself');
+  }
+  if (typeof web.arrayBuffer === 'function') {
+    cancelWeb(web.body);
+    throw new TypeError('a Response or a Blob is no 403 body: send it from onDeny yourself');
+  }
+}
+
 /**
  * Calls an `onDeny` hook and answers the 403 body it chose: the object it
  * returned, or undefined for the default body. A promise is no body: an
@@ -58,7 +91,8 @@ function refuseStream(returned: object): void {
  * So does a body JSON cannot write (a cycle, a BigInt, a throwing
  * `toJSON`): the adapters serialize it after this, where the error would be
  * a 500, or Fastify's error body with its message, instead of the 403. And
- * a stream, which JSON would write as its internals (`refuseStream`).
+ * a stream, which JSON would write as its internals (`refuseStream`), or
+ * bytes, a web `Response`, `Blob` or stream (`refuseNonJson`).
  * `response`, the adapter's reply object, is never a body when returned:
  * Fastify's reply is a thenable (awaiting it at each deny would pile
  * listeners on the response), Express's `res` a cycle JSON cannot write.
@@ -76,6 +110,7 @@ export function hookBody(
     const { then } = returned as { then?: unknown };
     if (typeof then !== 'function') {
       refuseStream(returned);
+      refuseNonJson(returned);
       JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would
       return returned;
     }

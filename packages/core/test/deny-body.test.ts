@@ -126,6 +126,47 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     expect([stream.destroyed, seen]).toEqual([true, [expect.any(TypeError)]]);
   });
 
+  it.each([
+    ['a Buffer', () => Buffer.from('<p>denied</p>'), /bytes/],
+    ['a Uint8Array', () => new TextEncoder().encode('denied'), /bytes/],
+    ['a DataView', () => new DataView(new ArrayBuffer(4)), /bytes/],
+    ['an ArrayBuffer', () => new ArrayBuffer(4), /bytes/],
+    ['a SharedArrayBuffer', () => new SharedArrayBuffer(4), /bytes/],
+    ['a Blob', () => new Blob(['denied']), /Response or a Blob/],
+    ['a web Response', () => new Response('<p>denied</p>', { status: 451 }), /Response or a Blob/],
+    ['a web ReadableStream', () => new ReadableStream(), /stream/],
+  ])(
+    '%s is no body (JSON would write its internals, or {}): it goes to onFailed, saying what to do',
+    (_name, make, what) => {
+      const seen: unknown[] = [];
+      expect(hookBody(make, (e) => seen.push(e))).toBeUndefined();
+      expect(seen).toEqual([expect.any(TypeError)]);
+      expect((seen[0] as Error).message).toMatch(what);
+      expect((seen[0] as Error).message).toMatch(/send (it|them) from onDeny yourself/);
+    },
+  );
+
+  it("a web stream, or a Response's body, no one will read is cancelled; a locked one is left to its reader, no rejection unhandled", async () => {
+    const cancelled: string[] = [];
+    const source = (name: string) =>
+      new ReadableStream({
+        cancel: () => {
+          cancelled.push(name);
+        },
+      });
+    const locked = source('locked');
+    const reader = locked.getReader();
+    for (const returned of [source('stream'), new Response(source('response body')), locked]) {
+      hookBody(
+        () => returned,
+        () => {},
+      );
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(cancelled).toEqual(['stream', 'response body']);
+    reader.releaseLock();
+  });
+
   it("the exchange's own streams (a chained call returns them) are no body, and are left alone", () => {
     const socket = new Socket();
     const req = new IncomingMessage(socket);
