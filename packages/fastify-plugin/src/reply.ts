@@ -6,7 +6,7 @@ import {
   type PathDenial,
   SAND_PERM_CODES,
 } from '@pathgate/core';
-import { bodyPending, lingerClose } from '@pathgate/core/http';
+import { bodyPending, type LingeringSocket, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import type { PathgateSettings } from './options.js';
@@ -51,7 +51,8 @@ function endUpload(raw: FastifyRequest['raw']): void {
  * upload (`endUpload`). The header goes on the raw response, so that an
  * answer written there (a hijacked reply) carries it too: the lingering
  * close drops what comes next on the connection, which a keep-alive answer
- * would leave the client waiting on.
+ * would leave the client waiting on. Headers an earlier hook sent (an event
+ * stream) said keep-alive: the connection closes once the response ends.
  */
 export function closeIfBodyPending(
   request: FastifyRequest,
@@ -62,8 +63,20 @@ export function closeIfBodyPending(
   endUpload(request.raw);
   const state = stateOf(request);
   if (state !== null) state.uploadEnded = true;
-  const close = lingerClose(request.raw, settings.linger);
-  if (close && !reply.raw.headersSent) reply.raw.setHeader('connection', 'close');
+  if (!lingerClose(request.raw, settings.linger)) return;
+  if (!reply.raw.headersSent) reply.raw.setHeader('connection', 'close');
+  else closeOnFinish(request, reply);
+}
+
+/**
+ * Closes the connection, through the lingering close `lingerClose` armed,
+ * once a response sent keep-alive ends (an `onDeny` that ended the event
+ * stream itself): left open, its parser drops every later request unanswered.
+ * The request's socket: Node takes the response's away as it finishes.
+ */
+function closeOnFinish(request: FastifyRequest, reply: FastifyReply): void {
+  const socket: LingeringSocket = request.raw.socket;
+  reply.raw.once('finish', () => socket.destroySoon?.());
 }
 
 /** Replies an `onDeny` answered itself (`answered`). */

@@ -3,6 +3,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { describe, expect, it } from 'vitest';
+import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
 import { denied, listen, newApp, postJson, postMultipart, request, sandbox } from './helpers.js';
 
@@ -580,6 +581,29 @@ describe('a deny after a hook that sent the headers (an event stream)', () => {
       expect(denies()).toBe(1);
       expect(noisy()).toEqual(['pathgate: would deny (report-only)']);
       expect(logged(/would deny/)).toBe(1);
+    },
+  );
+
+  // Its body still arriving: the stream was sent keep-alive, so no header
+  // can say the connection closes; the next request must not go unanswered
+  // on a connection left open.
+  it.each(Object.keys(ROUTES))(
+    'an onDeny that ends the stream itself, %s, a body still arriving: its end, then the connection closes',
+    async (url) => {
+      const { port, noisy, calls } = await streamApp(false, true);
+      const denied = rawRequest(`GET ${url}?p=../etc HTTP/1.1`, ['content-length: 10']);
+      const next = rawRequest(`GET ${url}?p=public/a HTTP/1.1`);
+      const got = await exchangeRaw(port, [denied, Buffer.concat([Buffer.alloc(10), next])], {
+        gapMs: 100,
+      });
+      const answers = got.responses.map((r) => [r.status, r.text]);
+      expect({ answers, closed: got.closed, error: got.error, rest: got.rest }).toEqual({
+        answers: [[200, 'data: open\n\ndata: denied\n\n']],
+        closed: true,
+        error: undefined,
+        rest: '',
+      });
+      expect([calls(), noisy()]).toEqual([0, []]);
     },
   );
 
