@@ -575,10 +575,15 @@ describe('checkRequest: arrays are checked element by element', () => {
     );
   });
 
-  it('an empty string element is a missing path', () => {
+  it('an empty string element is a missing path, on an optional spec too (only a whole value is skipped)', () => {
     expect(denialOf(runGuard(guard, { query: { dir: ['docs/a', ''] } }).result)).toEqual({
       reason: 'missing-path',
       label: 'query.dir',
+    });
+    const optional = { query: { dir: 'docs/a' }, body: { list: ['docs/a', ''] } };
+    expect(denialOf(runGuard(guard, optional).result)).toEqual({
+      reason: 'missing-path',
+      label: 'body.list',
     });
   });
 
