@@ -116,14 +116,14 @@ export function exchange(port: number, sent: Sent): Promise<Answer> {
 
 /**
  * Starts an upload that never finishes: writes `chunks` (fewer bytes than the
- * declared `content-length`), waits for `until()` (for example, for the
- * server to have opened its file), then destroys the connection. Resolves
- * with the response if one came before the abort (none should).
+ * declared `content-length`), waits for `until(answer)` (for example, for the
+ * server to have opened its file, or for its answer), then destroys the
+ * connection. Resolves with the response if one came before the abort.
  */
 export async function abortedUpload(
   port: number,
   sent: Sent & { contentLength: number },
-  until: () => Promise<unknown>,
+  until: (answer: Answer) => Promise<unknown>,
 ): Promise<Answer> {
   const answer: Answer = { sent: 0 };
   const req = open(port, sent, { ...sent.headers, 'content-length': sent.contentLength });
@@ -138,7 +138,7 @@ export async function abortedUpload(
     answer.sent += chunk.length;
     req.write(chunk);
   }
-  await until();
+  await until(answer);
   req.destroy();
   return answer;
 }
