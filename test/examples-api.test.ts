@@ -236,6 +236,12 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     failed(400, 'Bad Request', 'not a file'),
   ],
   [
+    // Refused before the move: link() would fail on a folder (EPERM), a bare 500.
+    'a folder is not moved',
+    postJson('/api/move', '{"from":"uploads/notes","to":"uploads/moved"}'),
+    failed(400, 'Bad Request', 'not a file'),
+  ],
+  [
     'a missing file',
     { path: '/files/public/nope.txt' },
     failed(404, 'Not Found', 'no such file or folder'),
