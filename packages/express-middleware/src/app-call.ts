@@ -1,6 +1,7 @@
 /**
- * Calls a function of the app's that multer calls inside busboy's events
- * with no catch (a `fileFilter`, a `streamHandler`). A throw, or a
+ * Calls a function of the app's that runs where nothing catches: inside
+ * busboy's events, with no catch in multer (a `fileFilter`, a
+ * `streamHandler`), or anywhere the gate logs (`log`). A throw, or a
  * rejection of the promise an async one returns, goes to `onFailed`:
  * uncaught, it would crash the process and leave the request waiting for a
  * callback or a body that never comes. A falsy error (`throw undefined`)
@@ -8,7 +9,7 @@
  */
 export function callCatching(call: () => unknown, onFailed: (error: Error) => void): void {
   const fail = (error: unknown) =>
-    onFailed((error || new Error('pathgate: a multer option failed without an error')) as Error);
+    onFailed((error || new Error('pathgate: an option failed without an error')) as Error);
   try {
     const returned = call();
     const then = (returned as { then?: unknown } | null | undefined)?.then;

@@ -9,6 +9,7 @@ import {
   readFunction,
 } from '@pathgate/core';
 import type { Request, Response } from 'express';
+import { callCatching } from './app-call.js';
 
 /** How an enforced deny is answered. */
 export type DenyHandling = 'respond' | 'next';
@@ -80,16 +81,16 @@ const warn = (entry: PathgateLogEntry): void => console.warn(`pathgate: ${entry.
 
 /**
  * The app's `log`, made safe to call from anywhere: it also runs inside
- * multer's and busboy's event handlers, where a throw would crash the process.
+ * multer's and busboy's event handlers, where a throw would crash the
+ * process, as would the rejection of an async one's promise (its type,
+ * returning `void`, takes an async function).
  */
 function safeLog(log: Settings['log']): Settings['log'] {
-  return (entry) => {
-    try {
-      log(entry);
-    } catch (error) {
-      console.error('pathgate: the log option threw', error);
-    }
-  };
+  return (entry) =>
+    callCatching(
+      () => log(entry),
+      (error) => console.error('pathgate: the log option failed', error),
+    );
 }
 
 /**

@@ -311,25 +311,32 @@ describe('log', () => {
     }
   });
 
-  it('a throwing log neither crashes nor changes the answer: its error goes to stderr', async () => {
-    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
-    try {
-      const { app, calls } = buildApp({
-        reportOnly: true,
-        log: () => {
-          throw new Error('log sink down');
-        },
-      });
-      await supertest(app).get('/q?path=../x').expect(200);
-      expect(calls()).toBe(1);
-      expect(stderr).toHaveBeenCalledWith(
-        'pathgate: the log option threw',
-        new Error('log sink down'),
-      );
-    } finally {
-      stderr.mockRestore();
-    }
-  });
+  // An async log's type fits `log` (it returns void): its rejection, unhandled, ended the process.
+  it.each([
+    [
+      'throwing',
+      () => {
+        throw new Error('log sink down');
+      },
+    ],
+    ['rejecting', async () => Promise.reject(new Error('log sink down'))],
+  ])(
+    'a %s log neither crashes nor changes the answer: its error goes to stderr',
+    async (_, log) => {
+      const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+      try {
+        const { app, calls } = buildApp({ reportOnly: true, log });
+        await supertest(app).get('/q?path=../x').expect(200);
+        expect(calls()).toBe(1);
+        expect(stderr).toHaveBeenCalledWith(
+          'pathgate: the log option failed',
+          new Error('log sink down'),
+        );
+      } finally {
+        stderr.mockRestore();
+      }
+    },
+  );
 });
 
 describe('a report-only gate beside an enforcing one', () => {
