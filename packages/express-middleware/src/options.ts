@@ -14,28 +14,52 @@ import { callCatching } from './app-call.js';
 /** How an enforced deny is answered. */
 export type DenyHandling = 'respond' | 'next';
 
-/** What pathgate logs: report-only denies, wiring mistakes and failed `onDeny` hooks. Server-side only. */
-export interface PathgateLogEntry {
-  /**
-   * `'report-only'`: a deny that was let through; `'misconfigured'`: a wiring
-   * mistake; `'hook-failed'`: `onDeny` threw, or rejected (after the reply),
-   * or a multer `fileFilter` failed after multer called back.
-   */
-  readonly event: 'report-only' | 'misconfigured' | 'hook-failed';
+/** What every log entry holds: what happened, and the request it happened to. */
+interface LogEntryBase {
   readonly message: string;
   readonly method: string;
   readonly url: string;
+}
+
+/** A deny that was let through (`reportOnly`). */
+interface ReportOnlyLogEntry extends LogEntryBase {
+  readonly event: 'report-only';
   /** The spec that denied (`body.from`, `file avatar`). */
-  readonly label?: string;
-  readonly reason?: GuardDenyReason;
+  readonly label: string;
+  readonly reason: GuardDenyReason;
   /**
    * The canonical path, when there is one: for logs only, never for a client.
    * Its first 1,024 characters and a count of the rest when longer (`loggedPath`).
    */
-  readonly path?: string;
-  /** What the hook threw or rejected with (`'hook-failed'`). */
-  readonly error?: unknown;
+  readonly path?: string | undefined;
+  readonly error?: undefined;
 }
+
+/** A wiring mistake, logged on the first request that shows it (`misconfiguredOnce`). */
+interface MisconfiguredLogEntry extends LogEntryBase {
+  readonly event: 'misconfigured';
+  readonly label?: undefined;
+  readonly reason?: undefined;
+  readonly path?: undefined;
+  readonly error?: undefined;
+}
+
+/** `onDeny` threw, or rejected (after the reply), or a multer `fileFilter` failed after multer called back. */
+interface HookFailedLogEntry extends LogEntryBase {
+  readonly event: 'hook-failed';
+  readonly label?: undefined;
+  readonly reason?: undefined;
+  readonly path?: undefined;
+  /** What the hook threw or rejected with. */
+  readonly error: unknown;
+}
+
+/**
+ * What pathgate logs, server-side only, told apart by `event`: each kind
+ * has the fields it always carries, and declares the others' as absent, so
+ * `entry.label` reads on any entry.
+ */
+export type PathgateLogEntry = ReportOnlyLogEntry | MisconfiguredLogEntry | HookFailedLogEntry;
 
 /**
  * The `onDeny` hook: called with every deny before pathgate answers. It may

@@ -285,7 +285,24 @@ describe('onDeny', () => {
       },
     });
     await supertest(app).get('/q?path=../x').expect(200);
-    expect(logs.map((entry) => entry.event)).toEqual(['hook-failed', 'report-only']);
+    // Each kind with the fields its type says it always carries, and no other.
+    const request = { method: 'GET', url: '/q?path=../x' };
+    expect(logs).toEqual([
+      {
+        event: 'hook-failed',
+        message: 'onDeny failed: audit sink down',
+        ...request,
+        error: new Error('audit sink down'),
+      },
+      {
+        event: 'report-only',
+        message: 'would deny query.path (path-not-in-allowlist)',
+        ...request,
+        label: 'query.path',
+        reason: 'path-not-in-allowlist',
+        path: '/srv/x',
+      },
+    ]);
     expect(calls()).toBe(1);
   });
 });

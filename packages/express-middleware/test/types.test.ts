@@ -1,4 +1,9 @@
-import { type PathDenial, type PathgateInfo, PermissionPolicy } from '@pathgate/core';
+import {
+  type GuardDenyReason,
+  type PathDenial,
+  type PathgateInfo,
+  PermissionPolicy,
+} from '@pathgate/core';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Multer, StorageEngine } from 'multer';
 import { describe, expectTypeOf, it } from 'vitest';
@@ -34,6 +39,26 @@ describe('types', () => {
     // A logging-only hook (returning nothing) and a body-shaping one both fit.
     pathgate({ fs: [], onDeny: (denial) => console.debug(denial.reason) });
     pathgate({ fs: [], onDeny: (denial) => ({ error: denial.reason }) });
+  });
+
+  it('log entries: each event with the fields it always carries (report-only.test.ts sees them)', () => {
+    const log = (entry: PathgateLogEntry): void => {
+      // Any entry's label reads, absent on all but report-only.
+      expectTypeOf(entry.label).toEqualTypeOf<string | undefined>();
+      if (entry.event === 'report-only') {
+        const label: string = entry.label;
+        const reason: GuardDenyReason = entry.reason;
+        expectTypeOf(entry.path).toEqualTypeOf<string | undefined>();
+        console.debug(label, reason);
+      } else if (entry.event === 'hook-failed') {
+        expectTypeOf(entry.error).toEqualTypeOf<unknown>();
+        expectTypeOf(entry.reason).toEqualTypeOf<undefined>();
+      } else {
+        expectTypeOf(entry.event).toEqualTypeOf<'misconfigured'>();
+        expectTypeOf(entry.error).toEqualTypeOf<undefined>();
+      }
+    };
+    pathgate({ fs: [], log });
   });
 
   it('options: a policy or its parts, never both', () => {
