@@ -22,12 +22,15 @@ import { type CompiledSelector, MISSING, ownValue, select, selectedValues } from
 /** Reasons a request is denied: the core's, plus the adapters' own two. */
 export type GuardDenyReason = DenyReason | 'missing-path' | 'unexpected-file';
 
-/** Why a request was denied. `result` explains it for logs: never send it to a client. */
+/**
+ * Why a request was denied. `result` explains it for logs: never send it to
+ * a client (absent, or `undefined`, where no policy check decided).
+ */
 export interface PathDenial {
   readonly reason: GuardDenyReason;
   /** The spec that denied: `body.from`, `params.*`, `file avatar`. Safe to show. */
   readonly label: string;
-  readonly result?: CheckResult;
+  readonly result?: CheckResult | undefined;
 }
 
 /**

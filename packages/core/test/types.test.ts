@@ -274,6 +274,19 @@ describe('route guard', () => {
     expectTypeOf(linger).returns.toEqualTypeOf<boolean>();
   });
 
+  it('a denial rebuilt field by field is a denial: its result may be undefined', () => {
+    // An onDeny or a check of the app's own relabels a denial; under
+    // exactOptionalPropertyTypes an optional `result` must take undefined.
+    const relabel = (denial: PathDenial, label: string): PathDenial => ({
+      reason: denial.reason,
+      label,
+      result: denial.result,
+    });
+    const denial = relabel({ reason: 'missing-path', label: 'body.a' }, 'upload');
+    expectTypeOf(denial.result).toEqualTypeOf<CheckResult | undefined>();
+    expect(denyBody(denial).message).toBe('upload: path denied (missing-path)');
+  });
+
   it('GuardDenyReason adds missing-path and unexpected-file', () => {
     expectTypeOf<GuardDenyReason>().toEqualTypeOf<
       DenyReason | 'missing-path' | 'unexpected-file'
