@@ -124,6 +124,24 @@ describe('request.pathgate', () => {
     });
   });
 
+  it('holds a list for a param a schema turned into one: the type is not narrowed to string as on Express', async () => {
+    // Fastify's default Ajv coerces with coerceTypes 'array', and the check runs after validation.
+    const coerced = Fastify();
+    await coerced.register(pathgate, { root: '/srv', fs: ['docs/**'] });
+    const schema = { params: { type: 'object', properties: { p: { type: 'array' } } } };
+    const declaration: RouteGuardOptions = { mode: 'read', paths: [{ params: 'p' }] };
+    coerced.get('/d/:p', { schema, config: { pathgate: declaration } }, async (request) => {
+      const checked = request.pathgate?.params.p;
+      expectTypeOf(checked).toEqualTypeOf<string | string[] | undefined>();
+      return { checked };
+    });
+    try {
+      expect((await coerced.inject('/d/docs')).json()).toEqual({ checked: ['/srv/docs'] });
+    } finally {
+      await coerced.close();
+    }
+  });
+
   it('is undefined in an app or a sibling context that never registered pathgate', async () => {
     const plain = Fastify();
     plain.register(async (sibling) => {
