@@ -1,6 +1,12 @@
 import { pathgate } from './factory.js';
 
-export type { PathDenial, PathgateInfo, PathSpec } from '@pathgate/core';
+export type {
+  CheckedFile,
+  GuardDenyReason,
+  PathDenial,
+  PathgateInfo,
+  PathSpec,
+} from '@pathgate/core';
 export type {
   ExpressPathgateInfo,
   PathgateFileFields,

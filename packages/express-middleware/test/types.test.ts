@@ -1,15 +1,12 @@
-import {
-  type GuardDenyReason,
-  type PathDenial,
-  type PathgateInfo,
-  PermissionPolicy,
-} from '@pathgate/core';
+import { type PathDenial, type PathgateInfo, PermissionPolicy } from '@pathgate/core';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Multer, StorageEngine } from 'multer';
 import { describe, expectTypeOf, it } from 'vitest';
 import pathgateDefault, {
+  type CheckedFile,
   type DenyHandling,
   type ExpressPathgateInfo,
+  type GuardDenyReason,
   type Pathgate,
   type PathgateDeniedError,
   type PathgateHandler,
@@ -193,6 +190,8 @@ describe('types', () => {
       expectTypeOf(req.pathgate?.params.path).toEqualTypeOf<string | undefined>();
       expectTypeOf(req.pathgate?.query.path).toEqualTypeOf<string | string[] | undefined>();
       expectTypeOf(req.file?.pathgatePath).toEqualTypeOf<string | undefined>();
+      // Named from this package, as from @pathgate/fastify: an app need not install the core.
+      expectTypeOf(req.pathgate?.files).toEqualTypeOf<readonly CheckedFile[] | undefined>();
       // @ts-expect-error the checked paths are read-only to a handler
       req.pathgate?.files.push({ field: 'f', filename: 'x', path: '/x' });
       // @ts-expect-error so are the records
