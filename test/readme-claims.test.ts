@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { GuardDenyReason } from '@pathgate/core';
 import type { Express } from 'express';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -391,6 +392,43 @@ describe.each(['README.md', 'packages/express-middleware/README.md'])(
     });
   },
 );
+
+/** Each deny reason once: tsc refuses a key GuardDenyReason lacks, and a reason left out. */
+const REASONS = Object.keys({
+  'not-a-string': true,
+  'nul-byte': true,
+  'invalid-unicode': true,
+  'relative-root': true,
+  'resolve-failed': true,
+  'path-not-in-allowlist': true,
+  'mode-not-permitted': true,
+  'missing-path': true,
+  'unexpected-file': true,
+} satisfies Record<GuardDenyReason, true>);
+
+/** The reasons a README's `| reason |` table names in its first column (a row may name two). */
+function reasonTable(readme: string): string[] {
+  const text = readFileSync(join(ROOT, readme), 'utf8');
+  const rows = /^\| reason .*\n\|[- |]+\n((?:\|.*\n)+)/m.exec(text)?.[1] ?? '';
+  return rows
+    .split('\n')
+    .flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/`([^`]+)`/g)])
+    .map((match) => match[1] as string);
+}
+
+// A reason a table names is one an app can match on, typed; the core's table
+// leaves out the adapters' two, and it and the plugin's relative-root (a
+// policy's root is checked when it is built), each saying so.
+describe.each([
+  ['README.md', []],
+  ['packages/core/README.md', ['relative-root', 'missing-path', 'unexpected-file']],
+  ['packages/fastify-plugin/README.md', ['relative-root']],
+])('%s, its table of deny reasons', (readme, left) => {
+  it('names each reason of GuardDenyReason, save those it leaves out, once', () => {
+    const named = reasonTable(readme);
+    expect(named.toSorted()).toEqual(REASONS.filter((reason) => !left.includes(reason)).toSorted());
+  });
+});
 
 describe('README.md, "Set up (this repository)"', () => {
   it('npm start installs, builds and runs the Fastify example; npm test installs, builds, lints, type-checks and runs every test', () => {
