@@ -3,7 +3,7 @@
 // never runs), and the handlers use only the canonical paths it checked.
 import multipart from '@fastify/multipart';
 import { denyBody, resolveSymlinks } from '@pathgate/core';
-import pathgate, { type PathgateDenied, PathgateDeniedError } from '@pathgate/fastify';
+import pathgate, { PathgateDeniedError } from '@pathgate/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { checkedPath } from '../shared/checked.js';
 import { FileApiError, listDir, moveFile, openFile, removeFile, Uploads } from '../shared/files.js';
@@ -137,7 +137,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
   app.setErrorHandler(async (error, request, reply) => {
     // A denied filename, thrown out of request.files(): the same 403 body as a hook's deny.
     if (error instanceof PathgateDeniedError) {
-      const { reason, label } = error as PathgateDenied;
+      const { reason, label } = error;
       return reply.code(403).send(denyBody({ reason, label }));
     }
     const body = errorBody(error);
