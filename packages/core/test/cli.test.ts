@@ -222,6 +222,7 @@ describe('pathgate check (the built bin)', () => {
       "pathgate: Option '--root' argument is ambiguous. Did you forget",
     ],
     [['move', 'a'], 'pathgate: unknown command "move"'],
+    [[], 'pathgate: no command'],
     [['check', '--root', '/a', '--root', '/b', 'x'], 'pathgate: --root given more than once'],
     [['check', '--mode', 'read', '--mode=write', 'x'], 'pathgate: --mode given more than once'],
 
@@ -302,6 +303,22 @@ describe('pathgate check (the built bin)', () => {
     const run = pathgate('check', '--policy', file, 'uploads/a');
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(`--policy ${file}: unknown key "${key}"`);
+    expect(run.stdout).toBe('');
+  });
+
+  // With the root and a rule from flags, a file of the wrong shape would otherwise go unnoticed:
+  // an array read as no keys, a string as keys "0"…, a string of rules as one rule a character.
+  it.each([
+    [[], 'must hold a JSON object { "root", "fs", "dot" }'],
+    [null, 'must hold a JSON object { "root", "fs", "dot" }'],
+    ['./a/*', 'must hold a JSON object { "root", "fs", "dot" }'],
+    [{ fs: './a/*' }, 'the policy file\'s "fs" must be an array of rules'],
+  ])('exits 2 on a policy file of the wrong shape: %j', (policy, message) => {
+    const file = join(dir, 'bad-shape.json');
+    writeFileSync(file, JSON.stringify(policy));
+    const run = pathgate('check', '--policy', file, '--root', '/srv', '--rule', './a/*', 'a/x');
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(message);
     expect(run.stdout).toBe('');
   });
 
