@@ -148,6 +148,24 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
     expect(status).toMatchObject({ code: 'LIMIT_FILE_SIZE' });
   });
 
+  // "an object or undefined": undefined is no limits for that request, as an absent `limits` is.
+  it('a limits function returning undefined takes the upload, limited by nothing', async () => {
+    await onApp(
+      (root, app) => {
+        const perRequest = pathgate({ root, fs: ['rw:uploads/**'] });
+        const unlimited = perRequest.multer({ limits: () => undefined });
+        const spec = perRequest.write({ file: 'f', under: 'uploads' });
+        app.post('/up', spec, unlimited.single('f'), (_req, res) => res.sendStatus(201));
+      },
+      async (port, root, errors) => {
+        const res = await upload(port, '/up', [filePart('f', 'big.txt', 'x'.repeat(100))]);
+        expect(res.status).toBe(201);
+        expect(errors).toEqual([]);
+        expect(readdirSync(`${root}/uploads`)).toEqual(['big.txt']);
+      },
+    );
+  });
+
   // multer reads these as no limit at all: the 100-byte file was stored.
   it.each([
     ['a misspelt limit', { filesize: 4 }, 'unknown limit "filesize" (did you mean fileSize?)'],
