@@ -508,6 +508,16 @@ describe('a route with a response schema', () => {
     });
   });
 
+  it("a schema the deny cannot fit: a custom error handler's text body is kept, not a 500", async () => {
+    // Serializing the deny through it throws (a required key the error lacks): no body Fastify made of it.
+    const strict = { ...ERROR, required: ['detail'] };
+    const port = await serveSchema({ '4xx': strict }, {}, (_error, _request, reply) => {
+      reply.code(403).type('text/plain').send('refused');
+    });
+    const res = await postMultipart(port, '/u', avatar('../x'));
+    expect(res).toMatchObject({ status: 403, text: 'refused' });
+  });
+
   it('an allowed upload is answered through the schema as usual', async () => {
     const port = await serveSchema({ 200: { type: 'object', properties: {} }, '4xx': ERROR });
     expect(await postMultipart(port, '/u', avatar('a.png'))).toMatchObject({
