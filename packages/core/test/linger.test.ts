@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
@@ -137,6 +137,52 @@ describe('lingerClose on what it is given', () => {
       true,
       undefined,
     ]);
+  });
+
+  /** A request still arriving, an EventEmitter as IncomingMessage is. */
+  const arriving = (socket: LingeringSocket | null, httpVersionMajor = 1) =>
+    Object.assign(new EventEmitter(), {
+      complete: false,
+      httpVersionMajor,
+      socket,
+      read: () => undefined,
+      resume: () => undefined,
+    });
+
+  /** A socket whose `destroySoon` Node calls once the answer is flushed; `ends` counts its FINs. */
+  function flushable(destroyed: boolean) {
+    const sock = { ...socket(null), destroyed, ends: 0, destroySoon: () => undefined };
+    sock.end = () => sock.ends++;
+    return sock;
+  }
+
+  it('an error on the request while its rest is read and dropped is no crash', () => {
+    const sock = flushable(false);
+    const req = arriving(sock);
+    lingerClose(req);
+    sock.destroySoon();
+    expect(sock.ends).toBe(1);
+    expect(() => req.emit('error', new Error('aborted'))).not.toThrow();
+  });
+
+  it('a socket already destroyed when the answer is flushed gets no FIN and no drain', () => {
+    const sock = flushable(true);
+    const req = arriving(sock);
+    lingerClose(req);
+    sock.destroySoon();
+    expect([sock.ends, req.eventNames()]).toEqual([0, []]);
+  });
+
+  it('an HTTP/2 stream armed twice is read once, and reset once past lingerMs', async () => {
+    const stream = Object.assign(new EventEmitter(), { closed: false, resets: 0 });
+    const req = Object.assign(arriving(null, 2), {
+      stream: Object.assign(stream, { close: () => stream.resets++ }),
+    });
+    lingerClose(req, { lingerMs: 1 });
+    lingerClose(req, { lingerMs: 1 });
+    stream.emit('finish');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect([stream.resets, req.listenerCount('data')]).toEqual([1, 1]);
   });
 });
 
