@@ -295,6 +295,24 @@ describe("another plugin's onRoute hook replaces the handler pathgate guarded", 
     await expect(start()).rejects.toThrow(TypeError);
   });
 
+  it('the handler it read set back: the same function stays, still guarded', async () => {
+    const { app, count } = await gatedApp();
+    const seen: boolean[] = [];
+    app.addHook(
+      'onRoute',
+      onAuthRoute((route) => {
+        const read = route.handler;
+        route.handler = read;
+        seen.push(route.handler === read);
+      }),
+    );
+    declarePlain(app, count);
+    const bad = await app.inject({ url: '/plain/etc' });
+    expect(bad.json()).toEqual(denied('params.n', 'path-not-in-allowlist'));
+    // GET and its HEAD route.
+    expect([seen, count.calls]).toEqual([[true, true], 0]);
+  });
+
   it('a wrapper that calls the guarded handler: checked once, the handler called once', async () => {
     const denials: string[] = [];
     const { app, count } = await gatedApp({
