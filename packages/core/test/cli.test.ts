@@ -432,4 +432,11 @@ describe('pathgate check (the built bin)', () => {
     expect(resolved.status).toBe(1);
     expect(resolved.stdout).toContain('deny (path-not-in-allowlist)');
   });
+
+  it('a deny with no canonical path (resolve-failed) prints no arrow', () => {
+    const long = `public/${'x'.repeat(4096)}`; // PATH_MAX: resolveSymlinks throws ENAMETOOLONG
+    const run = pathgate('check', ...RULES, '--resolve-symlinks', long);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe(`${'deny (resolve-failed)'.padEnd(28)} "${long}"\n`);
+  });
 });
