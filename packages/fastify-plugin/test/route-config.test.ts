@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import pathgate, { type RouteGuardOptions } from '../src/index.js';
+import { registeredBelow, routesMayEscape } from '../src/reach.js';
 import {
   denied,
   filesIn,
@@ -531,6 +532,21 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
       'pathgateAppWideOnSend',
       'pathgateAppWidePreHandler',
     ]);
+  });
+
+  // Fastify's internals are found by their symbols' descriptions: one renamed
+  // must read as "cannot tell", which installs the app-wide hooks. A context
+  // with no routes, its not-found flag found and clear: only the list decides.
+  it('a list of child contexts that cannot be found: routes may escape, and no pathgate below', () => {
+    const context = (internals: Record<string, unknown>) =>
+      Object.assign(
+        { printRoutes: () => '(empty tree)' },
+        ...Object.entries(internals).map(([name, value]) => ({ [Symbol(name)]: value })),
+      ) as FastifyInstance;
+    const flag = { 'fastify.canSetNotFoundHandler': true };
+    expect(routesMayEscape(context({ ...flag, 'fastify.children': [] }))).toBe(false);
+    expect(routesMayEscape(context(flag))).toBe(true);
+    expect(registeredBelow(context(flag))).toBe(false);
   });
 
   it('a route added later to a context made before the plugin (the router empty then) is guarded', async () => {
