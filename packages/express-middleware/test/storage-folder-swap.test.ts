@@ -260,6 +260,26 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     },
   );
 
+  // /proc answered for the root, then no more (ENOENT) for a folder on the way:
+  // where that folder is can no longer be told, so the walk refuses it (fail
+  // closed) rather than go on by path, which a swap meanwhile would redirect.
+  it.skipIf(!linux)(
+    'where /proc stops answering during the walk, a 403: nothing stored',
+    async () => {
+      await onApp(withUploads, async (port, root) => {
+        onProcRead(async (found) => {
+          if (!found.toString().endsWith('/uploads/a')) return;
+          throw Object.assign(new Error(`ENOENT: no such file, readlink '${found}'`), {
+            code: 'ENOENT',
+          });
+        });
+        const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'inside')]);
+        expect([res.status, res.json]).toEqual([403, REFUSED]);
+        expect(entriesUnder(root)).toEqual(['uploads/', 'uploads/a/']);
+      });
+    },
+  );
+
   // The README's stated limit: with no /proc to read back, the check before the open stands alone.
   it('where /proc cannot be read, the swap is still followed (as before)', async () => {
     await onApp(withUploads, async (port, root) => {

@@ -16,6 +16,7 @@ import { PassThrough } from 'node:stream';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Answer } from '../../../test/answer.js';
+import { type Held, hold } from '../src/folders.js';
 import {
   type DiskStorageOptions,
   type Pathgate,
@@ -648,5 +649,20 @@ describe('a part whose client left before the storage opened its file', () => {
     stream.end('kept');
     expect(await stored).toBeNull();
     expect(readFileSync(target, 'utf8')).toBe('kept');
+  });
+});
+
+describe("hold: a request's folders shared while its work runs", () => {
+  it('a done called again does nothing: the folders stay shared while another hold runs', () => {
+    const held: Held = { folders: [], over: true, busy: 0, onRelease: [] };
+    const released: string[] = [];
+    held.onRelease.push(() => released.push('released'));
+    const store = hold(held);
+    const removal = hold(held);
+    store();
+    store();
+    expect([held.busy, released]).toEqual([1, []]);
+    removal();
+    expect([held.busy, released]).toEqual([0, ['released']]);
   });
 });
