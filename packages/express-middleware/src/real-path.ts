@@ -32,15 +32,12 @@ export function realPathsUnder(root: string): () => Promise<RealPathOf> {
 }
 
 /**
- * Whether a real path still resolves to itself, every link followed
- * (`false` once gone). Checked before a removal by name, which a swap
- * after it still redirects: the race the README states.
+ * Whether a real path still resolves to itself, every link followed (one
+ * gone rejects). Checked before a removal by name, which a swap after it
+ * still redirects: the race the README states.
  */
 export const inPlace = (real: Buffer): Promise<boolean> =>
-  realpath(real, { encoding: 'buffer' }).then(
-    (now) => now.equals(real),
-    () => false,
-  );
+  realpath(real, { encoding: 'buffer' }).then((now) => now.equals(real));
 
 /** The real path of the folder above `real` (`/` above a folder at the top). */
 export function parentOf(real: Buffer): Buffer {
