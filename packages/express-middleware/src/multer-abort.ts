@@ -5,14 +5,7 @@
  * its callback may wait for the rest of the body (2.5 drains it first).
  */
 export function onceRemoved<E extends Error>(error: E, removed: () => void): E {
-  let storageErrors: unknown;
-  Object.defineProperty(error, 'storageErrors', {
-    configurable: true,
-    get: () => storageErrors,
-    set(value: unknown) {
-      storageErrors = value;
-      removed();
-    },
-  });
+  // Set only: the error never reaches the app, which alone would read the value.
+  Object.defineProperty(error, 'storageErrors', { configurable: true, set: () => removed() });
   return error;
 }
