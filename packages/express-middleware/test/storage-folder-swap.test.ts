@@ -237,6 +237,23 @@ describe('the safe disk storage, a folder swapped for a link after the walk', ()
     });
   });
 
+  // Once linked, the file has its name: removing the temporary one is cleanup,
+  // and its failure (the name gone already: a tmp reaper) is no failed upload.
+  it('the temporary name gone before the storage removes it: still stored, a 201', async () => {
+    await onApp(withUploads, async (port, root) => {
+      const folder = join(root, 'uploads', 'a');
+      watchCalls(() => {
+        if (!existsSync(join(folder, 'new.txt'))) return;
+        watchCalls(undefined);
+        for (const name of readdirSync(folder))
+          if (name.endsWith('.part')) rmSync(join(folder, name));
+      });
+      const res = await upload(port, '/up', [filePart('doc', 'a/new.txt', 'inside')]);
+      expect([res.status, res.json]).toEqual([201, { files: ['a/new.txt'] }]);
+      expect(readdirSync(folder)).toEqual(['new.txt']);
+    });
+  });
+
   // Absent is not unreadable: a read that fails otherwise confirms nothing, so nothing is stored.
   it.skipIf(!linux)(
     'where /proc fails to be read (EACCES), a 500: nothing stored, the file closed',
