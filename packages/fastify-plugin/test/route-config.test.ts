@@ -569,6 +569,29 @@ describe('which hooks: only guarded routes pay, when every route passed the onRo
     });
   });
 
+  // The app-wide hooks wrap multipart's parts() on a route with body specs; where
+  // @fastify/multipart is not registered there is none, and none is made up.
+  it('a body route in a context made before the plugin, without multipart: checked, and given no parts()', async () => {
+    const app = newApp();
+    let early: FastifyInstance | undefined;
+    app.register(async (child) => {
+      early = child;
+    });
+    await withPlugin(app);
+    const body: RouteGuardOptions = { mode: 'read', paths: [{ body: 'p' }] };
+    early?.post(
+      '/late',
+      { config: { pathgate: body } },
+      async (req) => typeof Reflect.get(req, 'parts'),
+    );
+    const port = await listen(app);
+    expect((await postJson(port, '/late', { p: '../x' })).status).toBe(403);
+    expect(await postJson(port, '/late', { p: 'public/a' })).toMatchObject({
+      status: 200,
+      text: 'undefined',
+    });
+  });
+
   it('a route declared right after a register() that was not awaited is guarded', async () => {
     const app = newApp();
     const root = sandbox();
