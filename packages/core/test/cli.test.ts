@@ -52,35 +52,34 @@ describe('pathgate check (the built bin)', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('an unexpected error is exit 3, never 1: a script that expects a deny must not pass on a crash', () => {
-    // A preloaded module breaks the output step, as a bug in the tool would.
-    const breaker = join(dir, 'breaker.mjs');
-    writeFileSync(
-      breaker,
-      "process.stdout.write = () => { throw new RangeError('broken output'); };\n",
-    );
+  // A preloaded module breaks the output step, as a bug in the tool would. Exit 3, never 1:
+  // a script that expects a deny must not pass on a crash; and only a bad policy or usage is 2.
+  it.each([
+    [
+      'an unexpected error',
+      "new RangeError('broken output')",
+      /^pathgate: internal error: RangeError: broken output\n {4}at /,
+    ],
+    [
+      'a TypeError from a bug',
+      "new TypeError('broken output')",
+      /^pathgate: internal error: TypeError: broken output\n {4}at /,
+    ],
+    [
+      'a thrown value that is not an Error',
+      "'broken output'",
+      /^pathgate: internal error: broken output\n$/,
+    ],
+  ])('%s is exit 3, and named', (name, thrown, stderr) => {
+    const breaker = join(dir, `breaker-${name.replaceAll(' ', '-')}.mjs`);
+    writeFileSync(breaker, `process.stdout.write = () => { throw ${thrown}; };\n`);
     const run = spawnSync(
       process.execPath,
       ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
       { encoding: 'utf8' },
     );
     expect(run.status).toBe(3);
-    expect(run.stderr).toMatch(/^pathgate: internal error: RangeError: broken output\n {4}at /);
-  });
-
-  it('a TypeError from a bug is exit 3 too: only a bad policy or usage is exit 2', () => {
-    const breaker = join(dir, 'type-breaker.mjs');
-    writeFileSync(
-      breaker,
-      "process.stdout.write = () => { throw new TypeError('broken output'); };\n",
-    );
-    const run = spawnSync(
-      process.execPath,
-      ['--import', breaker, BIN, 'check', ...RULES, '../etc/passwd'],
-      { encoding: 'utf8' },
-    );
-    expect(run.status).toBe(3);
-    expect(run.stderr).toMatch(/^pathgate: internal error: TypeError: broken output\n {4}at /);
+    expect(run.stderr).toMatch(stderr);
   });
 
   it('prints each decision with reason, canonical path and rule; exits 0 when all are allowed', () => {
