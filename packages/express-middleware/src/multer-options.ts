@@ -1,6 +1,7 @@
 import { optionError } from '@pathgate/core';
 import type { Request } from 'express';
 import type { Options, StorageEngine } from 'multer';
+import { callCatching } from './app-call.js';
 
 /** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
 export type StreamHandler = (req: Request, parser: unknown) => void;
@@ -139,12 +140,29 @@ function readLimits(limits: unknown, version: string): void {
 
 /**
  * A limits function's answer, checked on each request as `limits` is once:
- * multer reads a misspelt limit, or a number, as no limit. Thrown inside
- * multer's call, the TypeError fails the request (a 500, the server's).
+ * multer reads a misspelt limit, a number, or an async function's promise
+ * as no limit. Thrown inside multer's call, the TypeError fails the request
+ * (a 500, the server's). `callCatching` makes a falsy throw an Error (multer
+ * would pass it to next() as success) and takes a promise's rejection.
  */
 function checkedPerRequest(limits: (req: Request) => unknown, version: string) {
   return (req: Request): Options['limits'] => {
-    const given = limits(req);
+    let given: unknown;
+    let failed: Error | undefined;
+    callCatching(
+      () => {
+        given = limits(req);
+        return given;
+      },
+      (error) => {
+        failed = error;
+      },
+    );
+    if (failed) throw failed;
+    if (typeof (given as { then?: unknown } | null | undefined)?.then === 'function')
+      failMulter(
+        'the limits function must answer synchronously (an async one answers a promise, which multer reads as no limits)',
+      );
     if (given === undefined) return given;
     if (!isRecord(given)) failMulter('the limits function must return an object or undefined');
     readLimitValues(given, version);

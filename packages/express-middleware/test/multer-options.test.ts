@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { withoutUnhandled } from '../../../test/unhandled.js';
 import { pathgate } from '../src/index.js';
 import { readMulterOptions } from '../src/multer-options.js';
 import { filePart, onApp, upload } from './helpers.js';
@@ -186,6 +187,51 @@ describe("gate.multer(options): multer 2.x's documented options are taken", () =
           expect(errors).toEqual([new TypeError(`pathgate: gate.multer(): ${message}`)]);
           expect(readdirSync(root)).toEqual([]);
         },
+      );
+    },
+  );
+});
+
+describe('gate.multer(options): a limits function that fails', () => {
+  const SYNC =
+    'pathgate: gate.multer(): the limits function must answer synchronously (an async one answers a promise, which multer reads as no limits)';
+  // multer reads a promise as limits with none set (the 100-byte file was
+  // stored), and passes a falsy throw to next() as success; a rejection of
+  // the promise, unhandled, ended the process.
+  it.each([
+    ['an async function', async () => ({ fileSize: 4 }), new TypeError(SYNC)],
+    [
+      'an async function that rejects',
+      async () => {
+        throw new Error('limits down');
+      },
+      new TypeError(SYNC),
+    ],
+    [
+      'a throw of undefined',
+      () => {
+        throw undefined;
+      },
+      new Error('pathgate: an option failed without an error'),
+    ],
+  ])(
+    '%s fails the request (500), nothing stored, nothing unhandled',
+    async (_name, limits, error) => {
+      await withoutUnhandled(() =>
+        onApp(
+          (root, app) => {
+            const perRequest = pathgate({ root, fs: ['rw:uploads/**'] });
+            const small = perRequest.multer({ limits: limits as never });
+            const spec = perRequest.write({ file: 'f', under: 'uploads', optional: true });
+            app.post('/up', spec, small.single('f'), (_req, res) => res.sendStatus(201));
+          },
+          async (port, root, errors) => {
+            const res = await upload(port, '/up', [filePart('f', 'big.txt', 'x'.repeat(100))]);
+            expect(res.status).toBe(500);
+            expect(errors).toEqual([error]);
+            expect(readdirSync(root)).toEqual([]);
+          },
+        ),
       );
     },
   );
