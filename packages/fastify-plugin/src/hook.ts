@@ -18,6 +18,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { PathgateDeniedError, PathgateRouteConfigError } from './errors.js';
+import { log } from './log.js';
 import { guardFields, guardMultipart, holdsFileBuffer, holdsUncheckedFile } from './multipart.js';
 import type { PathgateSettings } from './options.js';
 import { createOnSend, sendDenial } from './reply.js';
@@ -361,7 +362,7 @@ function appWideGuard(
   try {
     return guards.forRequest(request);
   } catch (error) {
-    request.log.error({ err: error }, 'pathgate: invalid route declaration');
+    log(request, 'error', { err: error }, 'pathgate: invalid route declaration');
     return new PathgateRouteConfigError();
   }
 }

@@ -9,6 +9,7 @@ import {
 import { bodyPending, type LingeringSocket, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
+import { log } from './log.js';
 import type { PathgateSettings } from './options.js';
 import { type RequestState, stateOf } from './request-state.js';
 import { removeSpooled } from './spool.js';
@@ -128,14 +129,14 @@ export function refuse(
   if (!settings.reportOnly) closeIfBodyPending(request, reply, settings);
   const shaped = hookBody(
     () => callOnDeny(request, reply, denial, settings),
-    (error) => request.log.error({ err: error }, 'pathgate: onDeny failed'),
+    (error) => log(request, 'error', { err: error }, 'pathgate: onDeny failed'),
     reply,
   );
   if (settings.reportOnly) {
-    request.log.warn(logFields(request, denial), 'pathgate: would deny (report-only)');
+    log(request, 'warn', logFields(request, denial), 'pathgate: would deny (report-only)');
     return undefined;
   }
-  request.log.info(logFields(request, denial), 'pathgate: denied');
+  log(request, 'info', logFields(request, denial), 'pathgate: denied');
   return shaped ?? denyBody(denial);
 }
 

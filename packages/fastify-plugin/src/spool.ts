@@ -1,5 +1,6 @@
 import { rm } from 'node:fs/promises';
 import type { FastifyRequest } from 'fastify';
+import { log } from './log.js';
 
 /** What @fastify/multipart's `saveRequestFiles()` leaves on a request (absent where it is not registered). */
 interface Spooling {
@@ -20,7 +21,7 @@ export function removeSpooled(request: FastifyRequest): Promise<void> | undefine
   spooling.tmpUploads = [];
   const removals = tmpUploads.map((file) =>
     rm(String(file), { force: true }).catch((error: unknown) => {
-      request.log.error({ err: error }, 'pathgate: could not remove a spooled file');
+      log(request, 'error', { err: error }, 'pathgate: could not remove a spooled file');
     }),
   );
   return Promise.all(removals).then(() => undefined);

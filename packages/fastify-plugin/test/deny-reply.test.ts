@@ -1,8 +1,9 @@
 import http from 'node:http';
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
+import { describe, expect, it, vi } from 'vitest';
 import { closing } from '../../../test/raw-http.js';
+import { withoutUnhandled } from '../../../test/unhandled.js';
 import pathgate, {
   type DenyHandler,
   type PathgateDenied,
@@ -30,13 +31,27 @@ interface LogLine {
   pathgate?: Record<string, string>;
 }
 
-/** `asyncOnSend`: the app has an async onSend hook, which holds every answer back a tick. */
-async function serve(options: Partial<PathgateOptions> = {}, asyncOnSend = false) {
+/**
+ * `asyncOnSend`: the app has an async onSend hook, which holds every answer
+ * back a tick. `loggerInstance`: the app's own logger, instead of one into `lines`.
+ */
+async function serve(
+  options: Partial<PathgateOptions> = {},
+  asyncOnSend = false,
+  loggerInstance?: FastifyBaseLogger,
+) {
   const root = sandbox();
   const lines: LogLine[] = [];
-  const app = newApp({
-    logger: { level: 'info', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
-  });
+  const app = newApp(
+    loggerInstance
+      ? { loggerInstance }
+      : {
+          logger: {
+            level: 'info',
+            stream: { write: (line: string) => lines.push(JSON.parse(line)) },
+          },
+        },
+  );
   if (asyncOnSend) app.addHook('onSend', async (_request, _reply, payload) => payload);
   await app.register(pathgate, {
     root,
@@ -550,5 +565,77 @@ describe("an app's own deny", () => {
       message: 'query.to: path denied (mode-not-permitted)',
     });
     expect(seen).toEqual([['mode-not-permitted', 'query.to']]);
+  });
+});
+
+describe('an app logger whose warn and error throw (a custom loggerInstance)', () => {
+  /** Fastify's own lines (info) are written; pathgate's warn and error lines throw. */
+  const throwing = (): FastifyBaseLogger => {
+    const fail = () => {
+      throw new Error('log sink down');
+    };
+    const logger = {
+      level: 'info',
+      info() {},
+      debug() {},
+      trace() {},
+      warn: fail,
+      error: fail,
+      fatal: fail,
+    };
+    return { ...logger, silent() {}, child: () => throwing() } as unknown as FastifyBaseLogger;
+  };
+  const UPLOAD = [{ disposition: 'name="upload"; filename="virus.exe"', data: 'x' }];
+
+  /** The answers to a denied GET and a denied file part, with the logger's failures on stderr. */
+  async function answers(options: Partial<PathgateOptions>) {
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const s = await serve(options, false, throwing());
+      const got = [
+        await request(s.port, { path: '/files/etc' }),
+        await postMultipart(s.port, '/up/uploads%2Fa.png', UPLOAD),
+      ].map((res) => [res.status, res.json]);
+      const failures = stderr.mock.calls.filter(([line]) => line === 'pathgate: the logger failed');
+      return { got, failures: failures.length };
+    } finally {
+      stderr.mockRestore();
+    }
+  }
+  const DENIED = [
+    [403, denied('params.*', 'path-not-in-allowlist')],
+    [403, denied('file *', 'path-not-in-allowlist')],
+  ];
+
+  it.each([
+    [
+      'a throwing onDeny',
+      () => {
+        throw new Error('metrics down');
+      },
+    ],
+    [
+      'a rejecting onDeny',
+      async () => {
+        throw new Error('metrics down');
+      },
+    ],
+  ])(
+    '%s: the 403 still goes out, nothing unhandled, the failure on stderr',
+    async (_name, onDeny) => {
+      const result = await withoutUnhandled(() => answers({ onDeny }));
+      expect(result).toEqual({ got: DENIED, failures: 2 });
+    },
+  );
+
+  it('report-only: the request goes on', async () => {
+    const result = await withoutUnhandled(() => answers({ reportOnly: true }));
+    expect(result).toEqual({
+      got: [
+        [200, undefined],
+        [200, undefined],
+      ],
+      failures: 2,
+    });
   });
 });
