@@ -63,12 +63,20 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
  * declared query or body a container (a `querystringParser` or a
  * content-type parser's `URLSearchParams` or `Map`): then the parts, with
  * its record view, so every spec, optional ones too, checks what the
- * handler's `.get()` reads.
+ * handler's `.get()` reads. A part whose read throws (a getter an app's
+ * hook defined) leaves the request as it is too: the guard's own read of
+ * it throws, and denies its specs, as on Express.
  */
 function valuesOf(request: FastifyRequest, guard: RouteGuard): RequestValues {
   const { declares } = guard;
   if (!declares.query && !declares.body) return request;
-  const { query, body } = request;
+  let query: unknown;
+  let body: unknown;
+  try {
+    ({ query, body } = request);
+  } catch {
+    return request;
+  }
   const queryView = declares.query ? recordView(query) : query;
   const bodyView = declares.body ? recordView(body) : body;
   if (queryView === query && bodyView === body) return request;

@@ -138,6 +138,31 @@ describe('a parser whose value read throws', () => {
     await expectShape(shapes, lazy('p=%E0%A4%A'), { reason: 'not-a-string', label: 'body.p' });
     await expectShape(shapes, lazy('p=docs%2Fa'), { raw: 'docs/a', checked: `${ROOT}/docs/a` });
   });
+
+  // As on Express (a lazy parser's req.body): a 500 before, with the getter's message.
+  it.each([
+    ['query', '/qgo?p=docs%2Fa'],
+    ['body', '/bgo'],
+  ] as const)(
+    'a hook that makes request.%s a getter that throws: 403 not-a-string, not a 500',
+    async (part, url) => {
+      const shapes = await shapesApp();
+      shapes.app.addHook('preValidation', async (request) => {
+        Object.defineProperty(request, part, {
+          get() {
+            throw undefined;
+          },
+        });
+      });
+      const post = {
+        url,
+        method: 'POST' as const,
+        headers: { 'content-type': 'application/json' },
+        payload: '{"p":"docs/a"}',
+      };
+      await expectShape(shapes, post, { reason: 'not-a-string', label: `${part}.p` });
+    },
+  );
 });
 
 const one = (name: string) => ({ raw: name, checked: `${ROOT}/${name}` });
