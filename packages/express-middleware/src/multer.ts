@@ -14,7 +14,7 @@ import {
 } from './multer-options.js';
 import { misconfiguredOnce, type Settings } from './options.js';
 import { catchPipe, watchParts } from './parts.js';
-import type { Deny } from './reply.js';
+import { type Deny, logFailed } from './reply.js';
 import { markUploadHandler, takeRouteStates } from './route-state.js';
 import { Upload, uploadOf } from './upload.js';
 
@@ -83,6 +83,33 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Pathga
   } as RequestHandler) as PathgateHandler;
 }
 
+/** `_handleFile`'s callback; `_removeFile`'s takes the error alone. */
+type StoredCallback = Parameters<StorageEngine['_handleFile']>[2];
+
+/**
+ * The app's storage engine, each method called through `callCatching`: multer
+ * calls `_handleFile` inside busboy's events, where a throw would end the
+ * process and a rejection go unhandled, the request waiting on a callback
+ * that never comes; `_removeFile` too, and the gate waits on it. Either is
+ * the callback's error now. The first call decides (multer counts each
+ * file's callback); an error after it is logged.
+ */
+function catchingStorage(storage: StorageEngine, settings: Settings): StorageEngine {
+  const guarded =
+    (name: keyof StorageEngine) =>
+    (req: Request, file: Express.Multer.File, callback: StoredCallback) => {
+      let called = false;
+      const done: StoredCallback = (error, info) => {
+        if (!called) {
+          called = true;
+          callback(error, info);
+        } else if (error) logFailed(settings, req, `storage ${name} (after it called back)`)(error);
+      };
+      callCatching(() => storage[name](req, file, done), done);
+    };
+  return { _handleFile: guarded('_handleFile'), _removeFile: guarded('_removeFile') };
+}
+
 /**
  * A multer instance for the gate: UTF-8 filenames, the client's full name
  * for the policy, pathgate's fileFilter before the user's, and by default
@@ -97,7 +124,7 @@ export function createMulter(
 ): PathgateMulter {
   const { multer, version } = loadMulter();
   const { fileFilter, streamHandler, ...rest } = readMulterOptions(options, version);
-  const storage = rest.storage ?? defaultStorage();
+  const storage = rest.storage ? catchingStorage(rest.storage, settings) : defaultStorage();
   const watched: StreamHandler | undefined =
     streamHandler &&
     ((req, parser) => {

@@ -44,7 +44,7 @@ interface MisconfiguredLogEntry extends LogEntryBase {
   readonly error?: undefined;
 }
 
-/** `onDeny` threw, or rejected (after the reply), or a multer `fileFilter` failed after multer called back. */
+/** `onDeny` threw, or rejected (after the reply), or a multer `fileFilter` or storage engine failed after calling back. */
 interface HookFailedLogEntry extends LogEntryBase {
   readonly event: 'hook-failed';
   readonly label?: undefined;

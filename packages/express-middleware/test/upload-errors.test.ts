@@ -1,6 +1,7 @@
 import express from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
+import { withoutUnhandled } from '../../../test/unhandled.js';
 import { type PathgateLogEntry, type PathgateMulterOptions, pathgate } from '../src/index.js';
 import {
   fieldPart,
@@ -33,8 +34,9 @@ async function uploadTo(
 ) {
   const dir = tempRoot();
   const seen: unknown[] = [];
+  const logs: PathgateLogEntry[] = [];
   try {
-    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: () => {} });
+    const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], log: (e) => logs.push(e) });
     const app = express();
     app.post('/up', gate.write(FILE), method(gate.multer(options)), (_req, res) => {
       res.json({ ok: true });
@@ -48,7 +50,7 @@ async function uploadTo(
     };
     app.use(record, exposed, internal);
     const res = await withServed(app, (s) => upload(s.port, '/up', parts));
-    return { res, seen, stored: filesUnder(dir.root) };
+    return { res, seen, stored: filesUnder(dir.root), logs };
   } finally {
     dir.remove();
   }
@@ -187,6 +189,72 @@ describe("the app's own errors pass through untouched", () => {
       filePart('f', 'a.txt'),
     ]);
     expect([res.status, res.json, seen, stored]).toEqual([500, { error: 'internal' }, [boom], []]);
+  });
+
+  // multer calls _handleFile inside busboy's events, where nothing catches:
+  // a throw ended the process, a rejection went unhandled, and the request hung.
+  const hf = new Error('disk gone');
+  it.each([
+    [
+      'throws',
+      () => {
+        throw hf;
+      },
+      hf,
+    ],
+    [
+      'throws undefined',
+      () => {
+        throw undefined;
+      },
+      // multer sets storageErrors on the error it aborts with
+      expect.objectContaining({ message: 'pathgate: an option failed without an error' }),
+    ],
+    [
+      'is async and rejects',
+      async () => {
+        throw hf;
+      },
+      hf,
+    ],
+  ])(
+    'a storage engine whose _handleFile %s: its error reaches the handler, no crash, no hang',
+    async (_name, handleFile, error) => {
+      const storage = {
+        _handleFile: handleFile,
+        _removeFile: (_req, _file, cb) => cb(null),
+      } as StorageEngine;
+      const { res, seen, stored } = await withoutUnhandled(() =>
+        uploadTo({ storage }, (up) => up.single('f'), [filePart('f', 'a.txt')]),
+      );
+      expect([res.status, res.json, seen, stored]).toEqual([
+        500,
+        { error: 'internal' },
+        [error],
+        [],
+      ]);
+    },
+  );
+
+  it('a storage engine whose _handleFile throws after calling back: the upload goes on, the error is logged', async () => {
+    const storage: StorageEngine = {
+      _handleFile: (_req, file, cb) => {
+        file.stream.resume();
+        cb(null, { size: 1 });
+        throw hf;
+      },
+      _removeFile: (_req, _file, cb) => cb(null),
+    };
+    const { res, seen, logs } = await uploadTo({ storage }, (up) => up.single('f'), [
+      filePart('f', 'a.txt'),
+    ]);
+    expect([res.status, res.json, seen]).toEqual([200, { ok: true }, []]);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        event: 'hook-failed',
+        message: 'storage _handleFile (after it called back) failed: disk gone',
+      }),
+    ]);
   });
 
   it('a storage engine that fails with a string: the error handler gets the string', async () => {

@@ -216,7 +216,7 @@ describe('a report-only onDeny that answers in the middle of the body', () => {
  * A storage that keeps nothing and records what it was handed; removal takes
  * `removeMs`, and throws at once for a file named `throwsFor` (a buggy engine).
  */
-function recordingStorage(removeMs: number, throwsFor?: string) {
+function recordingStorage(removeMs: number, throwsFor?: string, rejects = false) {
   const handled: string[] = [];
   const removed: unknown[] = [];
   const storage: StorageEngine = {
@@ -226,8 +226,11 @@ function recordingStorage(removeMs: number, throwsFor?: string) {
       file.stream.on('end', () => cb(null, { size: 1 }));
     },
     _removeFile(_req, file, cb) {
-      if (throwsFor !== undefined && file.originalname === throwsFor)
+      if (throwsFor !== undefined && file.originalname === throwsFor) {
+        // An async one's rejection went unhandled: the process ended.
+        if (rejects) return Promise.reject(new Error('remove failed')) as never;
         throw new Error('remove failed');
+      }
       setTimeout(() => {
         removed.push(file.originalname);
         cb(null);
@@ -264,30 +267,38 @@ describe('what the storage engine sees', () => {
     );
   });
 
-  it('a removal that throws: the deny still answers once the others are removed, nothing unhandled', async () => {
-    const { storage, removed } = recordingStorage(100, 'bad.txt');
-    await withoutUnhandled(() =>
-      onApp(
-        (root, app) => {
-          const gate = gateOn(root);
-          const spec = [
-            { file: 'doc', under: 'uploads' },
-            { body: 'to', under: 'uploads' },
-          ] as const;
-          app.post('/up', gate.write(...spec), gate.multer({ storage }).array('doc'), answer);
-        },
-        async (port) => {
-          const res = await upload(port, '/up', [
-            filePart('doc', 'bad.txt'),
-            filePart('doc', 'good.txt'),
-            fieldPart('to', '../x'),
-          ]);
-          expect(res.json).toEqual(denyBody({ reason: 'path-not-in-allowlist', label: 'body.to' }));
-          expect(removed).toEqual(['good.txt']);
-        },
-      ),
-    );
-  });
+  it.each([
+    ['throws', false],
+    ['rejects', true],
+  ])(
+    'a removal that %s: the deny still answers once the others are removed, nothing unhandled',
+    async (_name, rejects) => {
+      const { storage, removed } = recordingStorage(100, 'bad.txt', rejects);
+      await withoutUnhandled(() =>
+        onApp(
+          (root, app) => {
+            const gate = gateOn(root);
+            const spec = [
+              { file: 'doc', under: 'uploads' },
+              { body: 'to', under: 'uploads' },
+            ] as const;
+            app.post('/up', gate.write(...spec), gate.multer({ storage }).array('doc'), answer);
+          },
+          async (port) => {
+            const res = await upload(port, '/up', [
+              filePart('doc', 'bad.txt'),
+              filePart('doc', 'good.txt'),
+              fieldPart('to', '../x'),
+            ]);
+            expect(res.json).toEqual(
+              denyBody({ reason: 'path-not-in-allowlist', label: 'body.to' }),
+            );
+            expect(removed).toEqual(['good.txt']);
+          },
+        ),
+      );
+    },
+  );
 
   it('no part after a denied one reaches the storage', async () => {
     const { storage, handled } = recordingStorage(0);
