@@ -73,12 +73,14 @@ function valuesOf(request: FastifyRequest, guard: RouteGuard): RequestValues {
   let query: unknown;
   let body: unknown;
   try {
-    ({ query, body } = request);
+    // Only the parts declared: a throwing one the route never reads leaves the other viewed.
+    if (declares.query) query = request.query;
+    if (declares.body) body = request.body;
   } catch {
     return request;
   }
-  const queryView = declares.query ? recordView(query) : query;
-  const bodyView = declares.body ? recordView(body) : body;
+  const queryView = declares.query ? recordView(query) : undefined;
+  const bodyView = declares.body ? recordView(body) : undefined;
   if (queryView === query && bodyView === body) return request;
   return { params: request.params, query: queryView, body: bodyView, headers: request.headers };
 }

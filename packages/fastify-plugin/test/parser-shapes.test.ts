@@ -8,6 +8,7 @@ import {
   got,
   gotNested,
   SEARCH_TYPE,
+  searchParams,
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import pathgate, { type PathSpec } from '../src/index.js';
@@ -163,6 +164,30 @@ describe('a parser whose value read throws', () => {
       await expectShape(shapes, post, { reason: 'not-a-string', label: `${part}.p` });
     },
   );
+
+  // Only the declared part is read: a throwing body beside a container query
+  // left the query unviewed, and an optional spec skipped what .get() read.
+  it('a body getter that throws, on a query-only route: the container query is still checked', async () => {
+    const shapes = await shapesApp({
+      routerOptions: {
+        querystringParser: searchParams as (text: string) => Record<string, string>,
+      },
+    });
+    shapes.app.addHook('preValidation', async (request) => {
+      Object.defineProperty(request, 'body', {
+        get() {
+          throw new Error('no body here');
+        },
+      });
+    });
+    const out = { reason: 'path-not-in-allowlist', label: 'query.p' };
+    await expectShape(shapes, { url: '/qgo?p=..%2F..%2Fetc%2Fpasswd' }, out);
+    await expectShape(
+      shapes,
+      { url: '/qgo?p=docs%2Fa' },
+      { raw: 'docs/a', checked: `${ROOT}/docs/a` },
+    );
+  });
 });
 
 const one = (name: string) => ({ raw: name, checked: `${ROOT}/${name}` });
