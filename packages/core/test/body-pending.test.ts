@@ -25,6 +25,9 @@ describe('bodyPending', () => {
     ['HTTP/1.1 with content-length 010', h1({ 'content-length': '010' }), true],
     // Node refuses an empty length; were one to come, it is no "no body".
     ['HTTP/1.1 with an empty length: pending, to be safe', h1({ 'content-length': '' }), true],
+    // Node refuses a list (400) and trims spaces: one that came anyway is no zero.
+    ['HTTP/1.1 with a list of zeros: pending, to be safe', h1({ 'content-length': '0, 0' }), true],
+    ['HTTP/1.1 with spaces around 0: pending, to be safe', h1({ 'content-length': ' 0 ' }), true],
     [
       'HTTP/1.1 with a length that is no one string: pending, to be safe',
       h1({ 'content-length': ['0'] }),
