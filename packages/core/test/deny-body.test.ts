@@ -1,6 +1,7 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { callWatching, denyBody, hookBody } from '../src/index.js';
 
@@ -131,8 +132,12 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     ['a Uint8Array', () => new TextEncoder().encode('denied'), /bytes/],
     ['a DataView', () => new DataView(new ArrayBuffer(4)), /bytes/],
     ['an ArrayBuffer', () => new ArrayBuffer(4), /bytes/],
+    // Another realm's (a vm's): instanceof would miss them.
+    ['a Uint8Array of another realm', () => runInNewContext('new Uint8Array(4)'), /bytes/],
+    ['an ArrayBuffer of another realm', () => runInNewContext('new ArrayBuffer(4)'), /bytes/],
     ['a SharedArrayBuffer', () => new SharedArrayBuffer(4), /bytes/],
     ['a Blob', () => new Blob(['denied']), /Response or a Blob/],
+    ['a File (a Blob)', () => new File(['denied'], 'denied.html'), /Response or a Blob/],
     ['a web Response', () => new Response('<p>denied</p>', { status: 451 }), /Response or a Blob/],
     ['a web ReadableStream', () => new ReadableStream(), /stream/],
   ])(
