@@ -8,6 +8,7 @@ export type {
 } from './linger.js';
 export {
   bodyPending,
+  closeOnFinish,
   DEFAULT_LINGER_BYTES,
   DEFAULT_LINGER_MS,
   framesNoBody,

@@ -190,6 +190,21 @@ function refuseLaterRequests(socket: LingeringSocket): void {
 }
 
 /**
+ * Closes the connection, through the lingering close `lingerClose` armed,
+ * once `response` ends: for an answer whose headers said keep-alive before
+ * the deny (an event stream an `onDeny` ended itself). Left open, its parser
+ * drops every later request unanswered. The request's socket: Node takes
+ * the response's away as it finishes.
+ */
+export function closeOnFinish(
+  req: Pick<LingeringRequest, 'socket'>,
+  response: { once(event: 'finish', listener: () => void): unknown },
+): void {
+  const { socket } = req;
+  response.once('finish', () => socket?.destroySoon?.());
+}
+
+/**
  * Arms the lingering close for this request's socket: call it before the
  * answer is sent, and send the answer with `Connection: close` (Node then
  * calls `socket.destroySoon()` once the answer is flushed, which this hooks).

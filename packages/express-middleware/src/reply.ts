@@ -1,5 +1,5 @@
 import { callWatching, denyBody, hookBody, loggedPath, type PathDenial } from '@pathgate/core';
-import { bodyPending, lingerClose } from '@pathgate/core/http';
+import { bodyPending, closeOnFinish, lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
 import type { Settings } from './options.js';
@@ -13,10 +13,13 @@ export type Deny = (denial: PathDenial, req: Request, res: Response, next: NextF
 /**
  * Answering while the body arrives: close the connection (keep-alive would
  * read the rest of a refused upload) and linger so the client sees the 403.
+ * Headers an earlier middleware sent (an event stream) said keep-alive: the
+ * connection closes once the response ends.
  */
 function closeIfBodyPending(req: Request, res: Response, settings: Settings): void {
-  if (res.headersSent || !bodyPending(req)) return;
-  if (lingerClose(req, settings.linger)) res.setHeader('Connection', 'close');
+  if (!bodyPending(req) || !lingerClose(req, settings.linger)) return;
+  if (!res.headersSent) res.setHeader('Connection', 'close');
+  else closeOnFinish(req, res);
 }
 
 function logReportOnly(settings: Settings, denial: PathDenial, req: Request): void {

@@ -6,7 +6,7 @@ import {
   type PathDenial,
   SAND_PERM_CODES,
 } from '@pathgate/core';
-import { bodyPending, type LingeringSocket, lingerClose } from '@pathgate/core/http';
+import { bodyPending, closeOnFinish, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import { log } from './log.js';
@@ -66,18 +66,7 @@ export function closeIfBodyPending(
   if (state !== null) state.uploadEnded = true;
   if (!lingerClose(request.raw, settings.linger)) return;
   if (!reply.raw.headersSent) reply.raw.setHeader('connection', 'close');
-  else closeOnFinish(request, reply);
-}
-
-/**
- * Closes the connection, through the lingering close `lingerClose` armed,
- * once a response sent keep-alive ends (an `onDeny` that ended the event
- * stream itself): left open, its parser drops every later request unanswered.
- * The request's socket: Node takes the response's away as it finishes.
- */
-function closeOnFinish(request: FastifyRequest, reply: FastifyReply): void {
-  const socket: LingeringSocket = request.raw.socket;
-  reply.raw.once('finish', () => socket.destroySoon?.());
+  else closeOnFinish(request.raw, reply.raw);
 }
 
 /** Replies an `onDeny` answered itself (`answered`). */
