@@ -36,48 +36,51 @@ const ignore = (): void => {};
  * request, which has a socket; the socket, which writes.
  */
 function refuseStream(returned: object): void {
-  const stream = returned as {
-    pipe?: unknown;
-    read?: unknown;
-    writable?: unknown;
-    destroy?: unknown;
-  };
-  if (typeof stream.pipe !== 'function') return;
+  if (typeof (returned as { pipe?: unknown }).pipe !== 'function') return;
+  destroyOpened(returned);
+  throw new TypeError('a stream is no 403 body: send it from onDeny yourself');
+}
+
+/** Destroys a Node stream opened to be read: not the response, the request nor the socket. */
+function destroyOpened(value: object): void {
+  const stream = value as { read?: unknown; writable?: unknown; destroy?: unknown };
   const opened =
     typeof stream.read === 'function' && stream.writable !== true && !('socket' in stream);
   if (opened && typeof stream.destroy === 'function') stream.destroy();
-  throw new TypeError('a stream is no 403 body: send it from onDeny yourself');
 }
 
 /** The whole-buffer kinds `ArrayBuffer.isView` does not take, by their tag (it holds across realms). */
 const BUFFER_TAGS = new Set(['[object ArrayBuffer]', '[object SharedArrayBuffer]']);
 
 /**
- * Lets go of a web stream no one will read (a fetch's body holds its
- * connection). A locked one is its reader's: cancel() rejects, and is ignored.
+ * Lets go of a stream no one will read (a fetch's body holds its
+ * connection): a web one is cancelled (a locked one is its reader's:
+ * cancel() rejects, and is ignored), a Node one (node-fetch's) destroyed.
  */
-function cancelWeb(stream: unknown): void {
-  const web = stream as { cancel?: () => unknown } | null | undefined;
-  if (typeof web?.cancel === 'function') Promise.resolve(web.cancel()).then(ignore, ignore);
+function letGo(stream: unknown): void {
+  if (typeof stream !== 'object' || stream === null) return;
+  const web = stream as { cancel?: () => unknown };
+  if (typeof web.cancel === 'function') Promise.resolve(web.cancel()).then(ignore, ignore);
+  else destroyOpened(stream);
 }
 
 /**
  * Bytes, a web `Response` or `Blob` (both have `arrayBuffer()`) and a web
  * `ReadableStream` are no body either: JSON writes a Buffer as
  * `{"type":"Buffer","data":[…]}`, the others as numbers or `{}`. The
- * hook meant to send them; a web stream is let go as `refuseStream` lets
- * go of a Node one.
+ * hook meant to send them; a web stream, or a Response's body, is let go
+ * as `refuseStream` lets go of a Node one.
  */
 function refuseNonJson(returned: object): void {
   if (ArrayBuffer.isView(returned) || BUFFER_TAGS.has(Object.prototype.toString.call(returned)))
     throw new TypeError('bytes are no 403 body: send them from onDeny yourself');
   const web = returned as { getReader?: unknown; arrayBuffer?: unknown; body?: unknown };
   if (typeof web.getReader === 'function') {
-    cancelWeb(returned);
+    letGo(returned);
     throw new TypeError('a web stream is no 403 body: send it from onDeny yourself');
   }
   if (typeof web.arrayBuffer === 'function') {
-    cancelWeb(web.body);
+    letGo(web.body);
     throw new TypeError('a Response or a Blob is no 403 body: send it from onDeny yourself');
   }
 }

@@ -172,6 +172,20 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     reader.releaseLock();
   });
 
+  it("a Response whose body is a Node stream (node-fetch's) has the stream destroyed, as refuseStream does", () => {
+    const body = Readable.from(['<p>denied</p>']);
+    const seen: unknown[] = [];
+    const fetched = { arrayBuffer: async () => new ArrayBuffer(0), body };
+    expect(
+      hookBody(
+        () => fetched,
+        (e) => seen.push(e),
+      ),
+    ).toBeUndefined();
+    expect((seen[0] as Error).message).toMatch(/Response or a Blob/);
+    expect(body.destroyed).toBe(true);
+  });
+
   it("the exchange's own streams (a chained call returns them) are no body, and are left alone", () => {
     const socket = new Socket();
     const req = new IncomingMessage(socket);
