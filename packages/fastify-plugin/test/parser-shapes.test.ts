@@ -170,7 +170,7 @@ describe('a parser whose value read throws', () => {
   it('a body getter that throws, on a query-only route: the container query is still checked', async () => {
     const shapes = await shapesApp({
       routerOptions: {
-        querystringParser: searchParams as (text: string) => Record<string, string>,
+        querystringParser: searchParams as never,
       },
     });
     shapes.app.addHook('preValidation', async (request) => {
