@@ -168,11 +168,7 @@ describe('a parser whose value read throws', () => {
   // Only the declared part is read: a throwing body beside a container query
   // left the query unviewed, and an optional spec skipped what .get() read.
   it('a body getter that throws, on a query-only route: the container query is still checked', async () => {
-    const shapes = await shapesApp({
-      routerOptions: {
-        querystringParser: searchParams as never,
-      },
-    });
+    const shapes = await shapesApp({ routerOptions: { querystringParser: searchParams as never } });
     shapes.app.addHook('preValidation', async (request) => {
       Object.defineProperty(request, 'body', {
         get() {
