@@ -79,8 +79,7 @@ export function bodyPending(req: PendingRequest): boolean {
 /**
  * Whether an HTTP/1.1 request's head frames no body: no transfer encoding,
  * and no length or one of zeros. The Express gate asks it too, of a body no
- * parser has read: `00` read as a body there was refused as unchecked, where
- * `0` (and the Fastify plugin) let an optional body spec pass.
+ * parser has read, so that `00` is no body there, as `0` is (and as Fastify reads it).
  */
 export function framesNoBody(headers: PendingRequest['headers']): boolean {
   const length = headers['content-length'];

@@ -1,10 +1,11 @@
 /**
  * Calls a function of the app's that runs where nothing catches: inside
  * busboy's events, with no catch in multer (a `fileFilter`, a
- * `streamHandler`), or anywhere the gate logs (`log`). A throw, or a
- * rejection of the promise an async one returns, goes to `onFailed`:
- * uncaught, it would crash the process and leave the request waiting for a
- * callback or a body that never comes. A falsy error (`throw undefined`)
+ * `streamHandler`, a storage engine's methods), or anywhere the gate logs
+ * (`log`); or where multer catches a throw but no rejection (a `limits`
+ * function). A throw, or a rejection of the promise an async one returns,
+ * goes to `onFailed`: uncaught, it would crash the process and leave the
+ * request waiting for a callback or a body that never comes. A falsy error (`throw undefined`)
  * becomes an Error, so it fails the request instead of reading as success.
  */
 export function callCatching(call: () => unknown, onFailed: (error: Error) => void): void {

@@ -74,8 +74,8 @@ export type DenyHandler = (denial: PathDenial, req: Request, res: Response) => u
 /** Express's own options, beside the shared ones. */
 interface ExpressOptions {
   /**
-   * Receives report-only denies, wiring warnings, and `onDeny` and late
-   * `fileFilter` failures. Default: `console.warn`.
+   * Receives report-only denies, wiring warnings, and `onDeny` failures, and
+   * `fileFilter` or storage engine ones after they called back. Default: `console.warn`.
    */
   log?: ((entry: PathgateLogEntry) => void) | undefined;
   /**

@@ -47,8 +47,8 @@ function describe(error: unknown): string {
 /**
  * An app function that failed where nothing can answer for it any more: an
  * `onDeny` that throws, or an async one that rejects (after the reply; the
- * deny goes on as if it had returned nothing), or a `fileFilter` that fails
- * after multer called back. Logged, never an unhandled rejection.
+ * deny goes on as if it had returned nothing), or a `fileFilter` or storage
+ * engine that fails after it called back. Logged, never an unhandled rejection.
  */
 export function logFailed(
   settings: Settings,
