@@ -147,13 +147,9 @@ function readLimits(limits: unknown, version: string): void {
  */
 function checkedPerRequest(limits: (req: Request) => unknown, version: string) {
   return (req: Request): Options['limits'] => {
-    let given: unknown;
     let failed: Error | undefined;
-    callCatching(
-      () => {
-        given = limits(req);
-        return given;
-      },
+    const given = callCatching(
+      () => limits(req),
       (error) => {
         failed = error;
       },
