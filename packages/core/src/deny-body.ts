@@ -55,13 +55,16 @@ const BUFFER_TAGS = new Set(['[object ArrayBuffer]', '[object SharedArrayBuffer]
 /**
  * Lets go of a stream no one will read (a fetch's body holds its
  * connection): a web one is cancelled (a locked one is its reader's:
- * cancel() rejects, and is ignored), a Node one (node-fetch's) destroyed.
+ * cancel() rejects, and is ignored), a Node one destroyed. Not as
+ * `destroyOpened` picks: node-fetch's body is a PassThrough, writable while
+ * the response arrives; no chained call returns a Response, so only a
+ * request or a response (their `socket`) wrapped in one is kept.
  */
 function letGo(stream: unknown): void {
   if (typeof stream !== 'object' || stream === null) return;
-  const web = stream as { cancel?: () => unknown };
-  if (typeof web.cancel === 'function') Promise.resolve(web.cancel()).then(ignore, ignore);
-  else destroyOpened(stream);
+  const { cancel, destroy } = stream as { cancel?: () => unknown; destroy?: () => unknown };
+  if (typeof cancel === 'function') Promise.resolve(cancel.call(stream)).then(ignore, ignore);
+  else if (typeof destroy === 'function' && !('socket' in stream)) destroy.call(stream);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { Readable, Writable } from 'node:stream';
+import { PassThrough, Readable, Writable } from 'node:stream';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { callWatching, denyBody, hookBody } from '../src/index.js';
@@ -172,8 +172,17 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     reader.releaseLock();
   });
 
-  it("a Response whose body is a Node stream (node-fetch's) has the stream destroyed, as refuseStream does", () => {
-    const body = Readable.from(['<p>denied</p>']);
+  // node-fetch's body is a PassThrough the response is piped into: writable while it arrives.
+  const arriving = () => {
+    const body = new PassThrough();
+    body.write('<p>denied</p>');
+    return body;
+  };
+  it.each([
+    ['a Readable', () => Readable.from(['<p>denied</p>'])],
+    ["node-fetch's PassThrough, its response still arriving", arriving],
+  ])('a Response whose body is a Node stream (%s) has the stream destroyed', (_name, make) => {
+    const body = make();
     const seen: unknown[] = [];
     const fetched = { arrayBuffer: async () => new ArrayBuffer(0), body };
     expect(
