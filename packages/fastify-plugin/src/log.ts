@@ -1,3 +1,4 @@
+import { loggedPath, type PathDenial } from '@pathgate/core';
 import type { FastifyRequest } from 'fastify';
 
 /**
@@ -18,4 +19,18 @@ export function log(
   } catch (error) {
     console.error('pathgate: the logger failed', error);
   }
+}
+
+/** A deny's line: the canonical path is for operators, never for the client. */
+export function logDenial(
+  request: FastifyRequest,
+  level: 'info' | 'warn',
+  denial: PathDenial,
+  message: string,
+): void {
+  const route = `${request.method} ${request.routeOptions.url}`;
+  const { label, reason } = denial;
+  const path = denial.result?.path;
+  const fields = { route, label, reason, path: path === undefined ? path : loggedPath(path) };
+  log(request, level, { pathgate: fields }, message);
 }

@@ -2,27 +2,18 @@ import {
   callWatching,
   denyBody,
   hookBody,
-  loggedPath,
   type PathDenial,
   SAND_PERM_CODES,
 } from '@pathgate/core';
 import { bodyPending, closeOnFinish, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
-import { log } from './log.js';
+import { log, logDenial } from './log.js';
 import type { PathgateSettings } from './options.js';
 import { type RequestState, stateOf } from './request-state.js';
 import { removeSpooled } from './spool.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** The log line's fields: the canonical path is for operators, never for the client. */
-function logFields(request: FastifyRequest, denial: PathDenial): object {
-  const route = `${request.method} ${request.routeOptions.url}`;
-  const { label, reason } = denial;
-  const path = denial.result?.path;
-  return { pathgate: { route, label, reason, path: path === undefined ? path : loggedPath(path) } };
-}
 
 /** Node's state of a Readable: where it pipes to (an array since Node 14). */
 interface Piping {
@@ -122,10 +113,10 @@ export function refuse(
     reply,
   );
   if (settings.reportOnly) {
-    log(request, 'warn', logFields(request, denial), 'pathgate: would deny (report-only)');
+    logDenial(request, 'warn', denial, 'pathgate: would deny (report-only)');
     return undefined;
   }
-  log(request, 'info', logFields(request, denial), 'pathgate: denied');
+  logDenial(request, 'info', denial, 'pathgate: denied');
   return shaped ?? denyBody(denial);
 }
 
