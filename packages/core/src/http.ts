@@ -1,5 +1,6 @@
 // `@pathgate/core/http`: Node HTTP helpers the adapters share (kept out of the main entry, which holds no HTTP or socket code).
 export type {
+  ClosingResponse,
   LingeringRequest,
   LingeringSocket,
   LingeringStream,
@@ -8,7 +9,7 @@ export type {
 } from './linger.js';
 export {
   bodyPending,
-  closeOnFinish,
+  closeWithAnswer,
   DEFAULT_LINGER_BYTES,
   DEFAULT_LINGER_MS,
   framesNoBody,

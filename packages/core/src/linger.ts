@@ -188,17 +188,29 @@ function refuseLaterRequests(socket: LingeringSocket): void {
   if (parser && typeof parser.onIncoming === 'function') parser.onIncoming = dropRequest;
 }
 
+/** What `closeWithAnswer` uses of a Node `ServerResponse`. */
+export interface ClosingResponse {
+  readonly headersSent: boolean;
+  setHeader(name: string, value: string): unknown;
+  once(event: 'finish', listener: () => void): unknown;
+}
+
 /**
- * Closes the connection, through the lingering close `lingerClose` armed,
- * once `response` ends: for an answer whose headers said keep-alive before
- * the deny (an event stream an `onDeny` ended itself). Left open, its parser
- * drops every later request unanswered. The request's socket: Node takes
- * the response's away as it finishes.
+ * Has the answer close the connection, once `lingerClose` returned `true`:
+ * its `Connection: close` does, or, where its headers already went out
+ * saying keep-alive (an event stream an `onDeny` ended itself), the
+ * lingering close once it ends; left open, the connection's parser would
+ * drop every later request unanswered. The request's socket: Node takes the
+ * response's away as it finishes.
  */
-export function closeOnFinish(
+export function closeWithAnswer(
   req: Pick<LingeringRequest, 'socket'>,
-  response: { once(event: 'finish', listener: () => void): unknown },
+  response: ClosingResponse,
 ): void {
+  if (!response.headersSent) {
+    response.setHeader('connection', 'close');
+    return;
+  }
   const { socket } = req;
   response.once('finish', () => socket?.destroySoon?.());
 }

@@ -1,5 +1,5 @@
 import { callWatching, denyBody, hookBody, loggedPath, type PathDenial } from '@pathgate/core';
-import { bodyPending, closeOnFinish, lingerClose } from '@pathgate/core/http';
+import { bodyPending, closeWithAnswer, lingerClose } from '@pathgate/core/http';
 import type { NextFunction, Request, Response } from 'express';
 import { PathgateDeniedError } from './errors.js';
 import type { Settings } from './options.js';
@@ -17,9 +17,7 @@ export type Deny = (denial: PathDenial, req: Request, res: Response, next: NextF
  * connection closes once the response ends.
  */
 function closeIfBodyPending(req: Request, res: Response, settings: Settings): void {
-  if (!bodyPending(req) || !lingerClose(req, settings.linger)) return;
-  if (!res.headersSent) res.setHeader('Connection', 'close');
-  else closeOnFinish(req, res);
+  if (bodyPending(req) && lingerClose(req, settings.linger)) closeWithAnswer(req, res);
 }
 
 function logReportOnly(settings: Settings, denial: PathDenial, req: Request): void {

@@ -1,11 +1,5 @@
-import {
-  callWatching,
-  denyBody,
-  hookBody,
-  type PathDenial,
-  SAND_PERM_CODES,
-} from '@pathgate/core';
-import { bodyPending, closeOnFinish, lingerClose } from '@pathgate/core/http';
+import { callWatching, denyBody, hookBody, type PathDenial, SAND_PERM_CODES } from '@pathgate/core';
+import { bodyPending, closeWithAnswer, lingerClose } from '@pathgate/core/http';
 import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { PathgateDeniedError } from './errors.js';
 import { log, logDenial } from './log.js';
@@ -55,9 +49,7 @@ export function closeIfBodyPending(
   endUpload(request.raw);
   const state = stateOf(request);
   if (state !== null) state.uploadEnded = true;
-  if (!lingerClose(request.raw, settings.linger)) return;
-  if (!reply.raw.headersSent) reply.raw.setHeader('connection', 'close');
-  else closeOnFinish(request.raw, reply.raw);
+  if (lingerClose(request.raw, settings.linger)) closeWithAnswer(request.raw, reply.raw);
 }
 
 /** Replies an `onDeny` answered itself (`answered`). */
