@@ -5,7 +5,7 @@ import type { FsAccessMode, PathDenial, PathSpec, PermissionPolicy } from '@path
 import { pathgate as expressGate } from '@pathgate/express';
 import { pathgate as fastifyGate } from '@pathgate/fastify';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import multer from 'multer';
 import { afterAll, beforeAll } from 'vitest';
 import { parseJson, readAnswer } from './answer.js';
@@ -52,6 +52,17 @@ export interface AppOptions {
   queryParser?: (text: string) => unknown;
   /** What both apps make of a parsed JSON body before the gate: a custom parser's shape. */
   jsonBody?: (parsed: unknown) => unknown;
+  /** A part an app's middleware or hook, before the gate, makes a getter that throws. */
+  unreadable?: 'query' | 'body';
+}
+
+/** Makes `part` of `request` a getter that throws, as an app's lazy parser may. */
+function makeUnreadable(request: object, part: 'query' | 'body'): void {
+  Object.defineProperty(request, part, {
+    get() {
+      throw new Error(`no ${part} here`);
+    },
+  });
 }
 
 /** Express 5 names every wildcard; a quoted name keeps Fastify's `*`, so labels match. */
@@ -88,6 +99,13 @@ export function buildExpress(options: AppOptions): express.Express {
       next();
     });
   }
+  const { unreadable } = options;
+  if (unreadable) {
+    app.use((req, _res, next) => {
+      makeUnreadable(req, unreadable);
+      next();
+    });
+  }
   for (const route of options.routes) {
     const method = route.method === 'GET' ? 'get' : 'post';
     const files = takesFiles(route) ? [upload.any()] : [];
@@ -104,6 +122,13 @@ export function buildExpress(options: AppOptions): express.Express {
   }) as express.ErrorRequestHandler);
   return app;
 }
+
+const fastifyHanded = ({ params, query, body, headers }: FastifyRequest): Handed => ({
+  params,
+  query,
+  body,
+  headers,
+});
 
 /**
  * The same routes in Fastify. Uploads: @fastify/multipart with
@@ -126,14 +151,15 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
       if (json) request.body = jsonBody(request.body);
     });
   }
+  const { unreadable } = options;
+  if (unreadable) {
+    app.addHook('preValidation', async (request) => makeUnreadable(request, unreadable));
+  }
   await app.register(fastifyGate, {
     policy: options.policy,
     reportOnly: options.reportOnly,
     ...options.linger,
-    onDeny: (denial, request) => {
-      const { params, query, body, headers } = request;
-      return options.onDeny?.('fastify', denial, { params, query, body, headers });
-    },
+    onDeny: (denial, request) => options.onDeny?.('fastify', denial, fastifyHanded(request)),
   });
   if (options.routes.some(takesFiles)) {
     await app.register(multipart, {
@@ -148,8 +174,7 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
       url: route.url,
       config: { pathgate: { mode: route.mode, paths: route.paths } },
       handler: async (request) => {
-        const { params, query, body, headers } = request;
-        options.onHandle?.('fastify', { params, query, body, headers });
+        options.onHandle?.('fastify', fastifyHanded(request));
         return { pathgate: request.pathgate };
       },
     });

@@ -358,3 +358,44 @@ describe('a multipart field longer than limits.fieldSize', () => {
     expect(fromFastify.body).toEqual(denyBody({ reason: 'not-a-string', label: 'body.d' }));
   });
 });
+
+describe("a query or body an app's middleware or hook made a getter that throws", () => {
+  const MOVE: Sent = { method: 'POST', path: '/move', json: '{"from":"a","to":"b"}' };
+  const ROWS = [
+    ['query', { path: '/q?path=docs/a' }, 'query.path'],
+    ['body', MOVE, 'body.from'],
+  ] as const;
+  it.each(ROWS)('the %s: both deny not-a-string, never a 500', async (part, sent, label) => {
+    const odd = await startApps({ policy, routes: ROUTES, unreadable: part });
+    try {
+      const denied = { status: 403, body: denyBody({ reason: 'not-a-string', label }) };
+      expect(
+        await Promise.all([send(odd.fastify.port, sent), send(odd.express.port, sent)]),
+      ).toEqual([denied, denied]);
+    } finally {
+      await odd.close();
+    }
+  });
+
+  it.each(ROWS)(
+    'the %s, report-only: both let the request through, the value unrecorded',
+    async (part, sent) => {
+      const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+      const odd = await startApps({ policy, routes: ROUTES, unreadable: part, reportOnly: true });
+      try {
+        const answers = await Promise.all([
+          send(odd.fastify.port, sent),
+          send(odd.express.port, sent),
+        ]);
+        const through = {
+          status: 200,
+          body: { pathgate: expect.objectContaining({ [part]: {} }) },
+        };
+        expect(answers).toEqual([through, through]);
+      } finally {
+        await odd.close();
+        warn.mockRestore();
+      }
+    },
+  );
+});

@@ -6,6 +6,7 @@ import {
   type RouteGuard,
   recordView,
   UNEXPECTED_FILE,
+  UNREADABLE_PART,
 } from '@pathgate/core';
 import type {
   FastifyError,
@@ -37,13 +38,26 @@ function isMultipart(request: FastifyRequest): boolean {
 const MULTIPART_TYPE = /^\s*multipart\//i;
 
 /**
+ * The request's body, or `UNREADABLE_PART` when its read throws (a getter an
+ * app's hook defined): the guard denies its body specs, and the steps after
+ * it must go on to report-only's answer, not throw a 500.
+ */
+function bodyOf(request: FastifyRequest): unknown {
+  try {
+    return request.body;
+  } catch {
+    return UNREADABLE_PART;
+  }
+}
+
+/**
  * On routes that declare files: a request that is not multipart carries no
  * file, so a required one is missing (and a JSON body cannot pose as a file
  * part). A multipart body @fastify/multipart did not parse (the app's own
  * parser) holds files pathgate never sees: every file spec, optional ones
  * too, is missing, as under the Express adapter for a multipart body no
  * `gate.multer()` read. A body holding a file part the guard never saw
- * fails closed.
+ * fails closed, as does one that cannot be read.
  */
 function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
   if (!isMultipart(request)) {
@@ -53,7 +67,10 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
     }
     return { ok: false, denial: { reason: 'missing-path', label: guard.fileLabel as string } };
   }
-  if (holdsUncheckedFile(request.body)) return { ok: false, denial: UNEXPECTED_FILE };
+  const body = bodyOf(request);
+  if (body === UNREADABLE_PART || holdsUncheckedFile(body)) {
+    return { ok: false, denial: UNEXPECTED_FILE };
+  }
   return { ok: true };
 }
 
@@ -117,7 +134,8 @@ function checkValues(
  */
 function unreadBody(request: FastifyRequest, guard: RouteGuard): PathDenial | undefined {
   const label = guard.bodyLabel;
-  if (label === undefined || request.body !== undefined || !isMultipart(request)) return undefined;
+  if (label === undefined || bodyOf(request) !== undefined || !isMultipart(request))
+    return undefined;
   return { reason: 'missing-path', label };
 }
 

@@ -1,3 +1,4 @@
+import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,7 +13,7 @@ import {
 } from '../../../test/container-parsers.js';
 import { lazyValues } from '../../../test/lazy-values.js';
 import pathgate, { type PathSpec } from '../src/index.js';
-import { denied, newApp } from './helpers.js';
+import { BOUNDARY, denied, multipartBody, newApp } from './helpers.js';
 
 // The shapes Fastify's parsers give a value (router options, a custom
 // querystring parser, content-type parsers), through the real router
@@ -162,6 +163,38 @@ describe('a parser whose value read throws', () => {
         payload: '{"p":"docs/a"}',
       };
       await expectShape(shapes, post, { reason: 'not-a-string', label: `${part}.p` });
+    },
+  );
+
+  // A 500 before, in both modes: the check of the body for unchecked file parts read it unguarded.
+  it.each([
+    [false, 403],
+    [true, 200],
+  ])(
+    'on a file route, a multipart body a hook made a getter that throws (reportOnly %s): %s',
+    async (reportOnly, status) => {
+      const app = newApp();
+      await app.register(pathgate, { root: ROOT, fs: ['rw:docs/**'], reportOnly });
+      await app.register(multipart, { attachFieldsToBody: true });
+      app.addHook('preValidation', async (request) => {
+        Object.defineProperty(request, 'body', {
+          get() {
+            throw new Error('no body here');
+          },
+        });
+      });
+      const upload = { mode: 'write', paths: [{ file: 'f', under: 'docs' }] } as const;
+      app.post('/up', { config: { pathgate: upload } }, async () => ({ handled: true }));
+      const res = await app.inject({
+        method: 'POST',
+        url: '/up',
+        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        payload: multipartBody([{ disposition: 'name="f"; filename="a.txt"', data: 'x' }]),
+      });
+      expect([res.statusCode, res.json()]).toEqual([
+        status,
+        reportOnly ? { handled: true } : denied('file', 'unexpected-file'),
+      ]);
     },
   );
 
