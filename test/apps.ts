@@ -5,7 +5,11 @@ import type { FsAccessMode, PathDenial, PathSpec, PermissionPolicy } from '@path
 import { pathgate as expressGate } from '@pathgate/express';
 import { pathgate as fastifyGate } from '@pathgate/fastify';
 import express from 'express';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+} from 'fastify';
 import multer from 'multer';
 import { afterAll, beforeAll } from 'vitest';
 import { parseJson, readAnswer } from './answer.js';
@@ -54,6 +58,25 @@ export interface AppOptions {
   jsonBody?: (parsed: unknown) => unknown;
   /** A part an app's middleware or hook, before the gate, makes a getter that throws. */
   unreadable?: 'query' | 'body';
+  /** Each log line pathgate writes calls this: Express's `log` option, Fastify's `loggerInstance`. */
+  failingLog?: () => unknown;
+}
+
+/**
+ * A Fastify `loggerInstance` whose every method calls `fail` on pathgate's
+ * lines (their message starts with `pathgate`), and writes nothing else.
+ */
+function loggerFailing(fail: () => unknown): FastifyBaseLogger {
+  const write = (_fields: unknown, message?: unknown) => {
+    if (String(message).startsWith('pathgate')) return fail();
+  };
+  const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+  const logger = Object.fromEntries(levels.map((level) => [level, write]));
+  return {
+    ...logger,
+    level: 'info',
+    child: () => loggerFailing(fail),
+  } as unknown as FastifyBaseLogger;
 }
 
 /** Makes `part` of `request` a getter that throws, as an app's lazy parser may. */
@@ -86,6 +109,7 @@ export function buildExpress(options: AppOptions): express.Express {
     policy: options.policy,
     reportOnly: options.reportOnly,
     ...options.linger,
+    ...(options.failingLog ? { log: options.failingLog } : {}),
     onDeny: (denial, req) => options.onDeny?.('express', denial, handed(req)),
   });
   const upload = gate.multer({ storage: multer.memoryStorage(), limits: options.multipartLimits });
@@ -140,8 +164,10 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
   // close() ends every connection, as the Express side's does: Fastify's
   // default leaves a busy keep-alive socket open for its 72 s timeout.
   const querystringParser = options.queryParser as (text: string) => Record<string, string>;
+  const { failingLog } = options;
   const app = Fastify({
     forceCloseConnections: true,
+    ...(failingLog ? { loggerInstance: loggerFailing(failingLog) } : {}),
     ...(options.queryParser ? { routerOptions: { querystringParser } } : {}),
   });
   const { jsonBody } = options;

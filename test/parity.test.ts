@@ -14,6 +14,7 @@ import {
 } from './apps.js';
 import { searchParams } from './container-parsers.js';
 import { CASES, type Case, policy, ROOT, ROUTES } from './parity-cases.js';
+import { withoutUnhandled } from './unhandled.js';
 
 // One route table and one policy → a Fastify app and an Express app. The
 // same requests, over real HTTP on 127.0.0.1, must get the same status and
@@ -398,4 +399,51 @@ describe("a query or body an app's middleware or hook made a getter that throws"
       }
     },
   );
+});
+
+describe("a log that fails (Express's `log` option, Fastify's `loggerInstance`)", () => {
+  const fails: readonly (readonly [string, () => unknown])[] = [
+    [
+      'throws',
+      () => {
+        throw new Error('log sink down');
+      },
+    ],
+    ['rejects', async () => Promise.reject(new Error('log sink down'))],
+  ];
+  const throwing = () => {
+    throw new Error('metrics down');
+  };
+  const sent: Sent = { path: '/q?path=../x' };
+  const through = { status: 200, body: { pathgate: expect.objectContaining({ query: {} }) } };
+  const denied = {
+    status: 403,
+    body: denyBody({ reason: 'path-not-in-allowlist', label: 'query.path' }),
+  };
+  const ROWS = fails.flatMap(
+    ([how, failingLog]) =>
+      [
+        [`${how}, a deny`, { failingLog }, denied],
+        [`${how}, a deny whose onDeny throws`, { failingLog, onDeny: throwing }, denied],
+        [`${how}, report-only`, { failingLog, reportOnly: true }, through],
+        [
+          `${how}, report-only, onDeny throws`,
+          { failingLog, reportOnly: true, onDeny: throwing },
+          through,
+        ],
+      ] as const,
+  );
+  it.each(ROWS)('it %s: both answer as with a working log', async (_name, options, want) => {
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const odd = await startApps({ policy, routes: ROUTES, ...options });
+    try {
+      const answers = await withoutUnhandled(() =>
+        Promise.all([send(odd.fastify.port, sent), send(odd.express.port, sent)]),
+      );
+      expect(answers).toEqual([want, want]);
+    } finally {
+      await odd.close();
+      stderr.mockRestore();
+    }
+  });
 });

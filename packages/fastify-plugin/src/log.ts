@@ -1,12 +1,15 @@
 import { loggedPath, type PathDenial } from '@pathgate/core';
 import type { FastifyRequest } from 'fastify';
 
+const loggerFailed = (error: unknown) => console.error('pathgate: the logger failed', error);
+
 /**
  * Writes a line to the request's logger, the app's own with a custom
  * `loggerInstance`: a throw there must not turn a deny into a 500, a
  * report-only request into a failed one, nor, inside an async `onDeny`'s
- * rejection handler, into an unhandled rejection that ends the process.
- * It goes to stderr instead.
+ * rejection handler, into an unhandled rejection that ends the process;
+ * nor may an async logger's rejection (its methods' type, returning `void`,
+ * takes an async function), which would end it too. Either goes to stderr.
  */
 export function log(
   request: FastifyRequest,
@@ -15,9 +18,12 @@ export function log(
   message: string,
 ): void {
   try {
-    request.log[level](fields, message);
+    const returned: unknown = request.log[level](fields, message);
+    if (typeof (returned as PromiseLike<unknown> | null | undefined)?.then === 'function') {
+      Promise.resolve(returned).catch(loggerFailed);
+    }
   } catch (error) {
-    console.error('pathgate: the logger failed', error);
+    loggerFailed(error);
   }
 }
 
