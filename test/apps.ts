@@ -60,6 +60,25 @@ export interface AppOptions {
   unreadable?: 'query' | 'body';
   /** Each log line pathgate writes calls this: Express's `log` option, Fastify's `loggerInstance`. */
   failingLog?: () => unknown;
+  /**
+   * A middleware (Express) or `onRequest` hook (Fastify) sends a 200 event
+   * stream's headers and `OPENED` before the gate, and onDeny ends it with `DENIED_END`.
+   */
+  eventStream?: boolean;
+}
+
+export const OPENED = 'data: open\n\n';
+export const DENIED_END = 'data: denied\n\n';
+
+/** Begins the event stream `eventStream` asks for. */
+function openStream(res: http.ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(OPENED);
+}
+
+/** Ends the event stream on a deny, when `eventStream` opened one. */
+function endStream(options: AppOptions, res: http.ServerResponse): void {
+  if (options.eventStream) res.end(DENIED_END);
 }
 
 /**
@@ -110,10 +129,19 @@ export function buildExpress(options: AppOptions): express.Express {
     reportOnly: options.reportOnly,
     ...options.linger,
     ...(options.failingLog ? { log: options.failingLog } : {}),
-    onDeny: (denial, req) => options.onDeny?.('express', denial, handed(req)),
+    onDeny: (denial, req, res) => {
+      endStream(options, res);
+      return options.onDeny?.('express', denial, handed(req));
+    },
   });
   const upload = gate.multer({ storage: multer.memoryStorage(), limits: options.multipartLimits });
   const app = express();
+  if (options.eventStream) {
+    app.use((_req, res, next) => {
+      openStream(res);
+      next();
+    });
+  }
   if (options.queryParser) app.set('query parser', options.queryParser);
   app.use(express.json());
   const { jsonBody } = options;
@@ -177,6 +205,8 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
       if (json) request.body = jsonBody(request.body);
     });
   }
+  if (options.eventStream)
+    app.addHook('onRequest', async (_request, reply) => openStream(reply.raw));
   const { unreadable } = options;
   if (unreadable) {
     app.addHook('preValidation', async (request) => makeUnreadable(request, unreadable));
@@ -185,7 +215,10 @@ export async function buildFastify(options: AppOptions): Promise<FastifyInstance
     policy: options.policy,
     reportOnly: options.reportOnly,
     ...options.linger,
-    onDeny: (denial, request) => options.onDeny?.('fastify', denial, fastifyHanded(request)),
+    onDeny: (denial, request, reply) => {
+      endStream(options, reply.raw);
+      return options.onDeny?.('fastify', denial, fastifyHanded(request));
+    },
   });
   if (options.routes.some(takesFiles)) {
     await app.register(multipart, {

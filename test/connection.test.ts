@@ -7,10 +7,12 @@ import { filesIn } from '../packages/fastify-plugin/test/helpers.js';
 import {
   type Apps,
   BOUNDARY,
+  DENIED_END,
   FRAMEWORKS,
   type Framework,
   MULTIPART_TYPE,
   multipartBody,
+  OPENED,
   type Route,
   startApps,
   watchApps,
@@ -542,6 +544,52 @@ describe('lingerBytes, on a refused body no parser began to read', () => {
         [403, 'close'],
       ]);
       expect(result.closed).toBe(true);
+    },
+  );
+});
+
+describe('a deny after the app sent an event stream, onDeny ending it, the body still arriving', () => {
+  // The stream said keep-alive, so no header can say the connection closes:
+  // the refused body must not be read whole, however long, nor a request
+  // behind it served; the close lingers (lingerMs, 2 s), never a reset.
+  let apps: Apps;
+  beforeAll(async () => {
+    apps = await startApps({ policy, routes: ROUTES, eventStream: true });
+  });
+  afterAll(() => apps.close());
+  const denied = (length: number) =>
+    rawRequest('GET /q?path=../x HTTP/1.1', [`content-length: ${length}`]);
+  const ENDED = [[200, `${OPENED}${DENIED_END}`]];
+
+  it.each(FRAMEWORKS)(
+    '%s: its end, then the connection closes, the next request unanswered',
+    async (framework) => {
+      const got = await exchangeRaw(
+        apps[framework].port,
+        [denied(10), Buffer.concat([Buffer.alloc(10), get('/q?path=docs/a')])],
+        { gapMs: 100 },
+      );
+      const answers = got.responses.map((r) => [r.status, r.text]);
+      expect({ answers, closed: got.closed, rest: got.rest }).toEqual({
+        answers: ENDED,
+        closed: true,
+        rest: '',
+      });
+    },
+  );
+
+  it.each(FRAMEWORKS)(
+    '%s: a body sent on and on is read until lingerMs ends, then closed',
+    async (framework) => {
+      const began = Date.now();
+      const got = await exchangeRaw(
+        apps[framework].port,
+        [denied(100_000), ...Array.from({ length: 100 }, () => 'a')],
+        { gapMs: 50, timeoutMs: 4500, halfOpen: true },
+      );
+      const answers = got.responses.map((r) => [r.status, r.text]);
+      expect({ answers, closed: got.closed }).toEqual({ answers: ENDED, closed: true });
+      expect(Date.now() - began).toBeGreaterThan(1500);
     },
   );
 });

@@ -10,7 +10,6 @@ import express, {
 import multer from 'multer';
 import supertest from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import { pathgate } from '../src/index.js';
 import { filePart, MULTIPART, multipart, multipartPost, request, withServed } from './helpers.js';
 
@@ -435,21 +434,6 @@ describe('a gate after a middleware that sent the headers (an event stream)', ()
     expect(res.text).toBe('data: open\n\ndata: denied\n\n');
     expect(errors).toEqual([]);
   });
-
-  // As the Fastify plugin: the stream said keep-alive, yet the refused body
-  // is not read whole (Node would, however long) nor the next request served.
-  it('enforced, an onDeny that ends the stream, a body still arriving: its end, then the connection closes', async () => {
-    const { app } = streamApp(ending.read({ query: 'p' }));
-    const denied = rawRequest('POST /events?p=../x HTTP/1.1', ['content-length: 10']);
-    const next = rawRequest('GET /events?p=docs/a HTTP/1.1');
-    const got = await withServed(app, (s) =>
-      exchangeRaw(s.port, [denied, Buffer.concat([Buffer.alloc(10), next])], { gapMs: 100 }),
-    );
-    const answers = got.responses.map((r) => [r.status, r.text]);
-    expect({ answers, closed: got.closed, rest: got.rest }).toEqual({
-      answers: [[200, 'data: open\n\ndata: denied\n\n']],
-      closed: true,
-      rest: '',
-    });
-  });
+  // The body still arriving, the connection closed after the stream's end:
+  // test/connection.test.ts, for both adapters.
 });
