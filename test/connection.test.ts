@@ -408,6 +408,18 @@ describe('framing and request targets: both adapters answer alike', () => {
     expect(paths('express')).toEqual(paths('fastify'));
   });
 
+  // README, "Bodies no parser reads": Fastify takes only `0` as no body.
+  it('no content type, Content-Length 00, an optional body spec: Fastify answers 415, Express passes it as 0', async () => {
+    const note = (length: string) =>
+      rawRequest('POST /note HTTP/1.1', [`content-length: ${length}`, CLOSE]);
+    const statuses = async (length: string) => {
+      const got = await onBoth([note(length)]);
+      return FRAMEWORKS.map((framework) => got[framework].responses.map((r) => r.status));
+    };
+    expect(await statuses('0')).toEqual([[200], [200]]);
+    expect(await statuses('00')).toEqual([[415], [200]]);
+  });
+
   it('CONNECT: no route takes it; the connection is closed unanswered', async () => {
     const got = await onBoth([rawRequest('CONNECT 127.0.0.1:80 HTTP/1.1'), NEXT]);
     for (const framework of FRAMEWORKS) {
