@@ -293,12 +293,17 @@ describe('an onDeny whose body JSON cannot write, or must not', () => {
     },
   };
   it.each([
-    ['a cycle', cyclic],
-    ['a BigInt', { n: 1n }],
-    ['a throwing toJSON', throwing],
-    ['bytes (a page to send), which JSON writes as numbers', Buffer.from('<p>denied</p>')],
-  ])('%s: both log it and send the default 403, never the error', (_name, body) =>
-    expectDefault403Logged(() => body),
+    ['a cycle', () => cyclic],
+    ['a BigInt', () => ({ n: 1n })],
+    ['a throwing toJSON', () => throwing],
+    ['bytes (a page to send), which JSON writes as numbers', () => Buffer.from('<p>denied</p>')],
+    ['a typed array', () => new Uint16Array([1, 2])],
+    ['an ArrayBuffer, which JSON writes as {}', () => new ArrayBuffer(8)],
+    ['a web Response', () => new Response('<p>denied</p>')],
+    ['a Blob', () => new Blob(['<p>denied</p>'])],
+    ['a web ReadableStream', () => new ReadableStream()],
+  ] as const)('%s: both log it and send the default 403, never the error', (_name, body) =>
+    expectDefault403Logged(body),
   );
 
   it('a stream (a page to send): both log it, let it go, and send the default 403, not its internals', async () => {
