@@ -370,8 +370,11 @@ export class Upload {
     // `multipart/form-data; boundary=x;` as multipart, so the gate left it to
     // multer, whose older type-is does not, and skips it.
     if (!this.parsing) return [unreadBodyDenial(guard)].filter((denial) => denial !== undefined);
+    // The request itself, not its body: a body whose read throws (a getter an
+    // app's middleware defined) then throws in the guard's read, a deny, not
+    // here in busboy's event, where it was uncaught (the process ended).
     const body = guard.checkRequest(
-      { body: this.parts.req.body },
+      this.parts.req,
       info,
       ['body'],
       reportOnly ? denials : undefined,

@@ -1,3 +1,4 @@
+import { denyBody } from '@pathgate/core';
 import express from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
@@ -340,4 +341,38 @@ describe('a user fileFilter that calls back twice: its first answer decides, a l
       dir.remove();
     }
   });
+});
+
+// Checked in busboy's event, the body's read threw uncaught: the process ended, the request hung.
+describe("a body an app's middleware made a getter that throws, on an upload with a body spec", () => {
+  it.each([
+    [false, 403, denyBody({ reason: 'not-a-string', label: 'body.d' })],
+    [true, 200, { ok: true }],
+  ])(
+    'reportOnly %s: %s, as a body read that throws is anywhere',
+    async (reportOnly, status, body) => {
+      const dir = tempRoot();
+      try {
+        const gate = pathgate({ root: dir.root, fs: ['rw:uploads/**'], reportOnly, log: () => {} });
+        const app = express();
+        app.use((req, _res, next) => {
+          Object.defineProperty(req, 'body', {
+            get() {
+              throw new Error('no body here');
+            },
+          });
+          next();
+        });
+        app.post('/up', gate.write({ body: 'd' }, FILE), gate.multer().single('f'), (_req, res) => {
+          res.json({ ok: true });
+        });
+        // No text field: multer, appending one to that body, would refuse it (400) first.
+        const parts = [filePart('f', 'a.txt')];
+        const res = await withServed(app, (s) => upload(s.port, '/up', parts));
+        expect([res.status, res.json]).toEqual([status, body]);
+      } finally {
+        dir.remove();
+      }
+    },
+  );
 });
