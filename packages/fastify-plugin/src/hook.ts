@@ -242,7 +242,7 @@ function parsedFilesMet(
   state: RequestState,
   settings: PathgateSettings,
 ): boolean {
-  const { body } = request;
+  const body = bodyOf(request);
   if (body === undefined || !isMultipart(request) || holdsUncheckedFile(body)) return true;
   if (holdsFileBuffer(body)) return !sendDenial(request, reply, UNEXPECTED_FILE, settings);
   const result = state.guard.checkMissingFiles(state.info.files);
