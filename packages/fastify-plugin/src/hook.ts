@@ -38,13 +38,13 @@ function isMultipart(request: FastifyRequest): boolean {
 const MULTIPART_TYPE = /^\s*multipart\//i;
 
 /**
- * The request's body, or `UNREADABLE_PART` when its read throws (a getter an
- * app's hook defined): the guard denies its body specs, and the steps after
- * it must go on to report-only's answer, not throw a 500.
+ * The request's query or body, or `UNREADABLE_PART` when its read throws (a
+ * getter an app's hook defined): the guard denies that part's specs, and the
+ * steps after it go on to report-only's answer, not a 500.
  */
-function bodyOf(request: FastifyRequest): unknown {
+function partOf(request: FastifyRequest, part: 'query' | 'body'): unknown {
   try {
-    return request.body;
+    return request[part];
   } catch {
     return UNREADABLE_PART;
   }
@@ -67,7 +67,7 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
     }
     return { ok: false, denial: { reason: 'missing-path', label: guard.fileLabel as string } };
   }
-  const body = bodyOf(request);
+  const body = partOf(request, 'body');
   if (body === UNREADABLE_PART || holdsUncheckedFile(body)) {
     return { ok: false, denial: UNEXPECTED_FILE };
   }
@@ -81,24 +81,19 @@ function checkFiles(request: FastifyRequest, state: RequestState): GuardResult {
  * content-type parser's `URLSearchParams` or `Map`): then the parts, with
  * its record view, so every spec, optional ones too, checks what the
  * handler's `.get()` reads. A part whose read throws (a getter an app's
- * hook defined) leaves the request as it is too: the guard's own read of
- * it throws, and denies its specs, as on Express.
+ * hook defined) goes in as `UNREADABLE_PART`, whose specs all deny, as on
+ * Express: read once, not again by the guard.
  */
 function valuesOf(request: FastifyRequest, guard: RouteGuard): RequestValues {
   const { declares } = guard;
   if (!declares.query && !declares.body) return request;
-  let query: unknown;
-  let body: unknown;
-  try {
-    // Only the parts declared: a throwing one the route never reads leaves the other viewed.
-    if (declares.query) query = request.query;
-    if (declares.body) body = request.body;
-  } catch {
-    return request;
-  }
-  const queryView = declares.query ? recordView(query) : undefined;
-  const bodyView = declares.body ? recordView(body) : undefined;
-  if (queryView === query && bodyView === body) return request;
+  // Only the parts declared: a throwing one the route never reads leaves the other viewed.
+  const query = declares.query ? partOf(request, 'query') : undefined;
+  const body = declares.body ? partOf(request, 'body') : undefined;
+  const queryView = recordView(query);
+  const bodyView = recordView(body);
+  const unreadable = query === UNREADABLE_PART || body === UNREADABLE_PART;
+  if (queryView === query && bodyView === body && !unreadable) return request;
   return { params: request.params, query: queryView, body: bodyView, headers: request.headers };
 }
 
@@ -134,7 +129,7 @@ function checkValues(
  */
 function unreadBody(request: FastifyRequest, guard: RouteGuard): PathDenial | undefined {
   const label = guard.bodyLabel;
-  if (label === undefined || bodyOf(request) !== undefined || !isMultipart(request))
+  if (label === undefined || partOf(request, 'body') !== undefined || !isMultipart(request))
     return undefined;
   return { reason: 'missing-path', label };
 }
@@ -242,7 +237,7 @@ function parsedFilesMet(
   state: RequestState,
   settings: PathgateSettings,
 ): boolean {
-  const body = bodyOf(request);
+  const body = partOf(request, 'body');
   if (body === undefined || !isMultipart(request) || holdsUncheckedFile(body)) return true;
   if (holdsFileBuffer(body)) return !sendDenial(request, reply, UNEXPECTED_FILE, settings);
   const result = state.guard.checkMissingFiles(state.info.files);
