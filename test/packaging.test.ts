@@ -9,6 +9,7 @@ const CORE = fileURLToPath(new URL('../packages/core', import.meta.url));
 const DIST = join(CORE, 'dist');
 
 const NAMES = [
+  'callCatching',
   'callWatching',
   'canonicalize',
   'checkFs',
@@ -110,6 +111,7 @@ describe('@pathgate/core as a built package', () => {
     expect(cjs.names).toEqual(esm.names);
     expect(cjs.kinds).toEqual(esm.kinds);
     expect(esm.kinds).toEqual({
+      callCatching: 'function',
       callWatching: 'function',
       canonicalize: 'function',
       checkFs: 'function',

@@ -6,6 +6,7 @@ export type {
   OptionReader,
 } from './adapter-options.js';
 export { optionError, readAdapterOptions, readFunction } from './adapter-options.js';
+export { callCatching } from './call-catching.js';
 export type {
   CanonicalizeFailure,
   CanonicalizeOptions,

@@ -1,7 +1,6 @@
-import { UNEXPECTED_FILE } from '@pathgate/core';
+import { callCatching, UNEXPECTED_FILE } from '@pathgate/core';
 import type { Request } from 'express';
 import type { FileFilterCallback, Options } from 'multer';
-import { callCatching } from './app-call.js';
 import { PathgateDeniedError } from './errors.js';
 import { uploadOf } from './upload.js';
 

@@ -1,7 +1,6 @@
-import { optionError } from '@pathgate/core';
+import { callCatching, optionError } from '@pathgate/core';
 import type { Request } from 'express';
 import type { Options, StorageEngine } from 'multer';
-import { callCatching } from './app-call.js';
 
 /** multer ≥ 2.4 feeds busboy through this when given (e.g. from `req.rawBody`). */
 export type StreamHandler = (req: Request, parser: unknown) => void;

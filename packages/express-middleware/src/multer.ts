@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
+import { callCatching } from '@pathgate/core';
 import type { Request, RequestHandler } from 'express';
 import type { Multer, StorageEngine } from 'multer';
-import { callCatching } from './app-call.js';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';

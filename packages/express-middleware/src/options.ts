@@ -2,6 +2,7 @@ import {
   type AdapterPolicyOptions,
   type AdapterRuleOptions,
   type AdapterSettings,
+  callCatching,
   type GuardDenyReason,
   optionError,
   type PathDenial,
@@ -9,7 +10,6 @@ import {
   readFunction,
 } from '@pathgate/core';
 import type { Request, Response } from 'express';
-import { callCatching } from './app-call.js';
 
 /** How an enforced deny is answered. */
 export type DenyHandling = 'respond' | 'next';

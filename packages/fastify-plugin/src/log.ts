@@ -1,4 +1,4 @@
-import { loggedPath, type PathDenial } from '@pathgate/core';
+import { callCatching, loggedPath, type PathDenial } from '@pathgate/core';
 import type { FastifyRequest } from 'fastify';
 
 const loggerFailed = (error: unknown) => console.error('pathgate: the logger failed', error);
@@ -17,14 +17,7 @@ export function log(
   fields: object,
   message: string,
 ): void {
-  try {
-    const returned: unknown = request.log[level](fields, message);
-    if (typeof (returned as PromiseLike<unknown> | null | undefined)?.then === 'function') {
-      Promise.resolve(returned).catch(loggerFailed);
-    }
-  } catch (error) {
-    loggerFailed(error);
-  }
+  callCatching(() => request.log[level](fields, message), loggerFailed);
 }
 
 /** A deny's line: the canonical path is for operators, never for the client. */
