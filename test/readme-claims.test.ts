@@ -10,7 +10,16 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
-import { EXAMPLES, type Example, postFiles, postJson, type Sent, send, start } from './examples.js';
+import {
+  EXAMPLES,
+  type Example,
+  type Got,
+  postFiles,
+  postJson,
+  type Sent,
+  send,
+  start,
+} from './examples.js';
 import { exchange } from './fault-clients.js';
 import { completeSnippets } from './readme-code.js';
 import { ROOT } from './tsc.js';
@@ -204,21 +213,33 @@ async function refusesUpload(
 }
 
 describe('packages/core/README.md, the node:http guard of "For adapter authors"', () => {
-  it('serves a checked file, and denies a repeated key whose first value escapes (each element is checked)', async () => {
+  let served = 0;
+
+  /** The README's node:http server on `root`, listening on a free port of 127.0.0.1 for `run`. */
+  async function onServer(run: (get: (query: string) => Promise<Got>) => Promise<void>) {
     const code = completeSnippets('packages/core/README.md').find((snippet) =>
       snippet.includes('createServer('),
     );
-    const file = join(dir, 'core_node_http.ts');
-    const served = code
+    // A file of its own each time: an import of the same file would share its server.
+    served += 1;
+    const file = join(dir, `core_node_http_${served}.ts`);
+    const source = code
       ?.replaceAll("'/srv/files'", JSON.stringify(root))
       .replace('createServer(', 'export const server = createServer(')
       .replace('}).listen(3000);', "}).listen(0, '127.0.0.1');");
-    writeFileSync(file, `${served}\n`);
+    writeFileSync(file, `${source}\n`);
     const { server } = (await import(file)) as { server: Server };
     if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const get = (query: string) => send(port, { path: `/download?${query}` });
+      await run((query) => send(port, { path: `/download?${query}` }));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  it('serves a checked file, and denies a repeated key whose first value escapes (each element is checked)', async () => {
+    await onServer(async (get) => {
       const allowed = await get('file=public/a.txt');
       expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
       const repeated = await get('file=../../etc/passwd&file=public/a.txt');
@@ -227,9 +248,23 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
         forbidden('path-not-in-allowlist', 'query.file'),
       ]);
       expect((await get('file=public/a.txt&file=public/a.txt')).status).toBe(400);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
+  });
+
+  // An allowed path names no file (`./public/**` matches public itself, and
+  // names not made yet): the read stream's error names the path, and, with
+  // no listener, ended the process.
+  it.each([
+    ['a missing file', 'public/missing.txt'],
+    ['a folder', 'public'],
+  ])('%s is a 404 naming no path, and the server goes on', async (_, name) => {
+    await onServer(async (get) => {
+      const missing = await get(`file=${name}`);
+      expect(missing.status).toBe(404);
+      expect(missing.text).not.toContain(root);
+      const allowed = await get('file=public/a.txt');
+      expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
+    });
   });
 });
 
