@@ -212,6 +212,30 @@ async function refusesUpload(
   rmSync(join(root, 'uploads', 'me.txt'));
 }
 
+/**
+ * The handlers' own fs failures (a missing file to send or to move, an
+ * upload over an existing name): 404 and 409, never the error's message or
+ * stack, which names the path. Logged, and the log kept out of the output.
+ */
+async function hidesFsErrors(port: number): Promise<void> {
+  writeFileSync(join(root, 'uploads', 'taken.txt'), 'old');
+  const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    const answers = [
+      [404, await send(port, { path: '/files/public/x.txt' })],
+      [404, await send(port, postJson('/move', '{"from": "uploads/x", "to": "uploads/y"}'))],
+      [409, await send(port, postFiles('/upload', ['avatar', 'taken.txt', 'new']))],
+    ] as const;
+    for (const [status, answer] of answers) {
+      expect(answer.status).toBe(status);
+      expect(answer.text).not.toContain(root);
+    }
+  } finally {
+    logged.mockRestore();
+    rmSync(join(root, 'uploads', 'taken.txt'));
+  }
+}
+
 describe('packages/core/README.md, the node:http guard of "For adapter authors"', () => {
   let served = 0;
 
@@ -309,6 +333,14 @@ describe('the README snippets, run', () => {
     });
   });
 
+  it('packages/fastify-plugin/README.md: an fs error is a 404 or 409 that names no path', async () => {
+    const app = await snippetApp<FastifyInstance>(
+      'packages/fastify-plugin/README.md',
+      '@pathgate/fastify',
+    );
+    await listening(app, hidesFsErrors);
+  });
+
   it('packages/express-middleware/README.md, "Example": the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
     const app = await snippetApp<Express>(
       'packages/express-middleware/README.md',
@@ -318,6 +350,14 @@ describe('the README snippets, run', () => {
       await refusesTraversal(port, 'params.path');
       await refusesUpload(port, '../../app.js', MULTER_STORED);
     });
+  });
+
+  it('packages/express-middleware/README.md, "Example": an fs error is a 404 or 409 that names no path', async () => {
+    const app = await snippetApp<Express>(
+      'packages/express-middleware/README.md',
+      '@pathgate/express',
+    );
+    await listening(app, hidesFsErrors);
   });
 
   it('packages/express-middleware/README.md, "Example": a list in the body is a 400, not a 500', async () => {
