@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
@@ -66,6 +66,15 @@ describe("README: @fastify/static's sendFile with the checked path", () => {
         ]);
       }
     }
+  });
+
+  it("a name it cannot read but not missing (a link loop): Fastify's default handler sends the path, for the app's error handler to hide", async () => {
+    expect(README).toContain('(a link loop, `EACCES`) is an error whose message names the path');
+    const { root, port } = await serve();
+    symlinkSync(join(root, 'public/loop'), join(root, 'public/loop'));
+    const answer = await request(port, { path: '/files/public/loop' });
+    expect([answer.status, (answer.json as { code?: string }).code]).toEqual([500, 'ELOOP']);
+    expect(answer.text).toContain(join(root, 'public/loop'));
   });
 
   it('list and preCompressed read what no check saw: a listing, dotfiles named; a .gz sibling', async () => {
