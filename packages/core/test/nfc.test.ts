@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { canonicalize } from '../src/index.js';
-import { orderedDecomposition, toNfc } from '../src/nfc.js';
+import { orderedDecomposition, tablesOf, toNfc } from '../src/nfc.js';
 
 // Step 4 (NFC) without ICU's quadratic case: a long run of combining marks
 // out of canonical order. The answer must stay exactly String#normalize's.
@@ -336,6 +336,40 @@ describe('NFC (step 4): no text where toNfc leaves String#normalize', () => {
       }),
       { numRuns: 3_000 },
     );
+  });
+
+  it('asks ICU about each mark once per process, not once per text', () => {
+    toNfc(`a${DESCENDING.join('')}`);
+    const spy = vi.spyOn(String.prototype, 'normalize');
+    const text = `o${DESCENDING.join('')}`;
+    const result = toNfc(text);
+    const calls = spy.mock.calls.length;
+    spy.mockRestore();
+    expect(result).toBe(text.normalize('NFC'));
+    // The letter's decomposition and the ordered text's NFC. Each of the
+    // thousand marks asked again for its decomposition and class: 3,000
+    // tiny calls, 1.7 ms for this 3 KB text, where ICU alone takes 0.2 ms.
+    expect(calls).toBeLessThanOrEqual(2);
+  });
+
+  it('at each starter in a run, visits only the buckets holding marks, not one per class', () => {
+    // Every class, then class-0 marks (CGJ) between acutes: each CGJ ends a
+    // sequence of non-starters. Visiting every bucket there was half the
+    // time of such a run, then 45 times ICU's own.
+    const text = `a${DESCENDING.join('')}${'\u0301\u034f'.repeat(2_000)}`;
+    const tables = tablesOf([text]);
+    let reads = 0;
+    const counted = (bucket: number[]) =>
+      new Proxy(bucket, {
+        get(target, key, receiver) {
+          if (key === 'length') reads++;
+          return Reflect.get(target, key, receiver);
+        },
+      });
+    tables.buckets.splice(0, tables.buckets.length, ...tables.buckets.map(counted));
+    expect(orderedDecomposition(text, tables)).toBe(text.normalize('NFD'));
+    // About 2 a code point; every bucket at each CGJ made it 22.
+    expect(reads).toBeLessThan(4 * text.length);
   });
 
   it('hands ICU linear reordering work on the shapes that cost it most: twice the text, twice the work', () => {
