@@ -68,6 +68,7 @@ const markClass = new Map<number, CombiningClass | undefined>();
 
 const isMark = (cp: number): boolean => MARK.test(String.fromCodePoint(cp));
 
+/** `decompose`, kept for a mark only: starters are countless, and each is decomposed once a text. */
 function partsOf(cp: number): number[] {
   const known = markParts.get(cp);
   if (known !== undefined) return known;
