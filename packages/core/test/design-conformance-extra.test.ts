@@ -48,3 +48,19 @@ describe('the root of everything: .. at / stays at /', () => {
     expect(inside('p', '/')({ p: 'a\0' })).toBe(false);
   });
 });
+
+describe('"costs almost nothing per request": `**` segments never backtrack', () => {
+  // Ten `**` around eight `a`s and a `b` (both ends `**`, so no fixed segment
+  // to test first) against forty `a` segments and no `b`: a matcher that
+  // tries every placement of the `a`s takes seconds to say no.
+  const stars = `**/${'a/**/'.repeat(8)}b/**`;
+  const deep = `${'a/'.repeat(40)}c`;
+
+  it('decides a deep path against many `**` at once', () => {
+    const p = policy([stars]);
+    const started = performance.now();
+    expect(checkFs(p, deep, 'read')).toMatchObject({ outcome: 'deny' });
+    expect(checkFs(p, `${deep}/b`, 'read')).toMatchObject({ outcome: 'allow' });
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
