@@ -113,7 +113,11 @@ interface Tables {
   readonly used: number[];
 }
 
-/** The tables for `texts`: each distinct code point decomposed and its parts classified, once. */
+/**
+ * The tables for `texts`: each distinct code point decomposed and its parts
+ * classified, once. Use them before the next call: a class met later moves
+ * the places, and so the ranks, of the classes above it.
+ */
 export function tablesOf(texts: readonly string[]): Tables {
   const decompositions = new Map<number, number[]>();
   for (const text of texts) {

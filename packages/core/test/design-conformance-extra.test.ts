@@ -51,16 +51,15 @@ describe('the root of everything: .. at / stays at /', () => {
 
 describe('"costs almost nothing per request": `**` segments never backtrack', () => {
   // Ten `**` around eight `a`s and a `b` (both ends `**`, so no fixed segment
-  // to test first) against forty `a` segments and no `b`: a matcher that
-  // tries every placement of the `a`s takes seconds to say no.
+  // to test first) against fifty `a` segments and no `b`: a matcher that
+  // tries every placement of the `a`s took 65 s to say no, far past the
+  // test's timeout; the real one answers in under a millisecond.
   const stars = `**/${'a/**/'.repeat(8)}b/**`;
-  const deep = `${'a/'.repeat(40)}c`;
+  const deep = `${'a/'.repeat(50)}c`;
 
   it('decides a deep path against many `**` at once', () => {
     const p = policy([stars]);
-    const started = performance.now();
     expect(checkFs(p, deep, 'read')).toMatchObject({ outcome: 'deny' });
     expect(checkFs(p, `${deep}/b`, 'read')).toMatchObject({ outcome: 'allow' });
-    expect(performance.now() - started).toBeLessThan(1000);
   });
 });
