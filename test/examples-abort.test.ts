@@ -4,24 +4,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EXAMPLES, postFiles, type Running, send, start } from './examples.js';
-import { eventually } from './fault-clients.js';
+import { abandonDownload, descriptors, eventually } from './fault-clients.js';
 
 // A client that hangs up in the middle of an upload: the examples keep
 // nothing of it, log nothing (an abort is no server error), and go on serving.
 
 const BOUNDARY = 'pathgate-abort';
-
-/** The servers run in this process: their open files are among its descriptors. */
-const descriptors = () => readdirSync('/proc/self/fd').length;
-
-/** Asks for a download and resets the connection `afterMs` later: before, while or after the file is opened. */
-async function abandonDownload(port: number, path: string, afterMs: number): Promise<void> {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.on('error', () => {});
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-  await sleep(afterMs);
-  socket.resetAndDestroy();
-}
 
 /** Sends a multipart head and part of a file, waits, then destroys the connection. */
 function abandonUpload(port: number, filename: string): Promise<void> {

@@ -2,7 +2,9 @@
 // the bytes, their pacing and the moment the connection dies are the test's.
 // Multipart bodies come from the Express package's helpers (`multipart`,
 // `filePart`): they build a part from its raw header bytes.
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { readAnswer } from './answer.js';
 
@@ -141,6 +143,18 @@ export async function abortedUpload(
   await until(answer);
   req.destroy();
   return answer;
+}
+
+/** A server run in this process: its open files are among the process's descriptors. */
+export const descriptors = () => readdirSync('/proc/self/fd').length;
+
+/** Asks for a download and resets the connection `afterMs` later: before, while or after the file is opened. */
+export async function abandonDownload(port: number, path: string, afterMs: number): Promise<void> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  await sleep(afterMs);
+  socket.resetAndDestroy();
 }
 
 /** Polls `probe` every 20 ms until it returns true or `withinMs` passes; returns its last answer. */

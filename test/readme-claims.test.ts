@@ -20,7 +20,7 @@ import {
   send,
   start,
 } from './examples.js';
-import { exchange } from './fault-clients.js';
+import { abandonDownload, descriptors, eventually, exchange } from './fault-clients.js';
 import { completeSnippets } from './readme-code.js';
 import { ROOT } from './tsc.js';
 
@@ -240,7 +240,9 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
   let served = 0;
 
   /** The README's node:http server on `root`, listening on a free port of 127.0.0.1 for `run`. */
-  async function onServer(run: (get: (query: string) => Promise<Got>) => Promise<void>) {
+  async function onServer(
+    run: (get: (query: string) => Promise<Got>, port: number) => Promise<void>,
+  ) {
     const code = completeSnippets('packages/core/README.md').find((snippet) =>
       snippet.includes('createServer('),
     );
@@ -256,7 +258,7 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
     if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      await run((query) => send(port, { path: `/download?${query}` }));
+      await run((query) => send(port, { path: `/download?${query}` }), port);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
@@ -289,6 +291,21 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
       const allowed = await get('file=public/a.txt');
       expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
     });
+  });
+  // pipe() stops writing to a response that closed, but leaves its source
+  // open: each hang-up kept a descriptor, until the process had none left.
+  it('a client that hangs up mid-download leaves no file open', async () => {
+    writeFileSync(join(root, 'public', 'big.bin'), Buffer.alloc(4 << 20));
+    try {
+      await onServer(async (_, port) => {
+        const before = descriptors();
+        for (let i = 0; i < 20; i++)
+          await abandonDownload(port, '/download?file=public/big.bin', 20);
+        expect(await eventually(() => descriptors() <= before)).toBe(true);
+      });
+    } finally {
+      rmSync(join(root, 'public', 'big.bin'));
+    }
   });
 });
 
