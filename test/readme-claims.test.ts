@@ -236,6 +236,33 @@ async function hidesFsErrors(port: number): Promise<void> {
   }
 }
 
+/**
+ * A move onto an existing name is a 409 that leaves both files as they were
+ * (the uploads beside it never replace a file either); one onto a new name
+ * moves the file.
+ */
+async function movesWithoutReplacing(port: number): Promise<void> {
+  const at = (name: string) => join(root, 'uploads', name);
+  writeFileSync(at('mine.txt'), 'mine');
+  writeFileSync(at('theirs.txt'), 'theirs');
+  const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    const move = (to: string) =>
+      send(port, postJson('/move', JSON.stringify({ from: 'uploads/mine.txt', to })));
+    const taken = await move('uploads/theirs.txt');
+    expect([taken.status, taken.text]).toEqual([409, expect.not.stringContaining(root)]);
+    expect(filesUnder(join(root, 'uploads'))).toEqual(['mine.txt', 'theirs.txt']);
+    expect(readFileSync(at('theirs.txt'), 'utf8')).toBe('theirs');
+    const moved = await move('uploads/new.txt');
+    expect([moved.status, JSON.parse(moved.text)]).toEqual([200, { moved: true }]);
+    expect(filesUnder(join(root, 'uploads'))).toEqual(['new.txt', 'theirs.txt']);
+    expect(readFileSync(at('new.txt'), 'utf8')).toBe('mine');
+  } finally {
+    logged.mockRestore();
+    for (const name of ['mine.txt', 'theirs.txt', 'new.txt']) rmSync(at(name), { force: true });
+  }
+}
+
 describe('packages/core/README.md, the node:http guard of "For adapter authors"', () => {
   let served = 0;
 
@@ -358,6 +385,14 @@ describe('the README snippets, run', () => {
     await listening(app, hidesFsErrors);
   });
 
+  it('packages/fastify-plugin/README.md: a move onto an existing name is a 409, nothing replaced', async () => {
+    const app = await snippetApp<FastifyInstance>(
+      'packages/fastify-plugin/README.md',
+      '@pathgate/fastify',
+    );
+    await listening(app, movesWithoutReplacing);
+  });
+
   it('packages/express-middleware/README.md, "Example": the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
     const app = await snippetApp<Express>(
       'packages/express-middleware/README.md',
@@ -375,6 +410,14 @@ describe('the README snippets, run', () => {
       '@pathgate/express',
     );
     await listening(app, hidesFsErrors);
+  });
+
+  it('packages/express-middleware/README.md, "Example": a move onto an existing name is a 409, nothing replaced', async () => {
+    const app = await snippetApp<Express>(
+      'packages/express-middleware/README.md',
+      '@pathgate/express',
+    );
+    await listening(app, movesWithoutReplacing);
   });
 
   it('packages/express-middleware/README.md, "Example": a list in the body is a 400, not a 500', async () => {
