@@ -431,6 +431,30 @@ describe('the README snippets, run', () => {
     });
   });
 
+  // Express's router refuses a parameter that does not decode with a 400
+  // it does not expose; the handler's 404-or-500 made it a server error.
+  it.each([
+    ['"Example"', '@pathgate/express'],
+    ['"errors: \'next\'"', "errors: 'next'"],
+  ])(
+    'packages/express-middleware/README.md, %s: a URL that does not decode is a 400, not a 500',
+    async (_, needle) => {
+      const app = await snippetApp<Express>('packages/express-middleware/README.md', needle);
+      const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+      try {
+        await listening(app, async (port) => {
+          // Bad escapes, an overlong UTF-8 `..`, a lone surrogate.
+          for (const bad of ['%zz', '%', '%C0%AE%C0%AE', '%ed%a0%80']) {
+            const answer = await send(port, { path: `/files/public/${bad}/a.txt` });
+            expect([answer.status, answer.text], bad).toEqual([400, '{"error":"bad request"}']);
+          }
+        });
+      } finally {
+        logged.mockRestore();
+      }
+    },
+  );
+
   it('packages/express-middleware/README.md, "errors: \'next\'": a deny is its JSON; a missing file a 404 naming no path, logged', async () => {
     const app = await snippetApp<Express>(
       'packages/express-middleware/README.md',
