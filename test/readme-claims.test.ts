@@ -319,6 +319,19 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
       expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
     });
   });
+  // new URL() throws on a target with no valid host after `//`: in the
+  // request listener, an uncaught exception that ended the process.
+  it.each(['//[', '//a:99999/download?file=public/a.txt', '//%zz'])(
+    'a request target new URL refuses (%s) is a 400, and the server goes on',
+    async (target) => {
+      await onServer(async (get, port) => {
+        expect((await send(port, { path: target })).status).toBe(400);
+        const allowed = await get('file=public/a.txt');
+        expect([allowed.status, allowed.text]).toEqual([200, 'hello']);
+      });
+    },
+  );
+
   // pipe() stops writing to a response that closed, but leaves its source
   // open: each hang-up kept a descriptor, until the process had none left.
   it('a client that hangs up mid-download leaves no file open', async () => {
