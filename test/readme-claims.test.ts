@@ -358,7 +358,7 @@ describe('the README snippets, run', () => {
     await listening(app, (port) => refusesTraversal(port, 'params.*'));
   });
 
-  it('README.md, after the opening example: unguarded, a missing file answers its fs error with the path, and a list cast to a string is a 500', async () => {
+  it('README.md, after the opening example: unguarded, a missing file answers its fs error with the path, a list cast to a string is a 500, and a move replaces an existing file', async () => {
     const app = await snippetApp<FastifyInstance>('README.md', '@pathgate/fastify');
     await listening(app, async (port) => {
       const missing = await send(port, { path: '/files/public/x.txt' });
@@ -368,7 +368,15 @@ describe('the README snippets, run', () => {
       ]);
       const list = '{"from": ["uploads/a", "uploads/b"], "to": "uploads/c"}';
       expect((await send(port, postJson('/move', list))).status).toBe(500);
+      writeFileSync(join(root, 'uploads', 'mine.txt'), 'mine');
+      writeFileSync(join(root, 'uploads', 'theirs.txt'), 'theirs');
+      const over = '{"from": "uploads/mine.txt", "to": "uploads/theirs.txt"}';
+      expect((await send(port, postJson('/move', over))).status).toBe(200);
+      expect(filesUnder(join(root, 'uploads'))).toEqual(['theirs.txt']);
+      rmSync(join(root, 'uploads', 'theirs.txt'));
     });
+    const text = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(text).toContain('And `rename` replaces a file already at `to`');
   });
 
   it('README.md, the opening example, Express: the traversal is a 403; filename="../../server.js" is a 403 with not one byte written', async () => {
