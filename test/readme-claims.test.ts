@@ -215,7 +215,9 @@ async function refusesUpload(
 /**
  * The handlers' own fs failures (a missing file to send or to move, an
  * upload over an existing name): 404 and 409, never the error's message or
- * stack, which names the path. Logged, and the log kept out of the output.
+ * stack, which names the path. An allowed name that no file can have (a
+ * folder, below a file, too long) is a client's error too: a 404, not a 500.
+ * Logged, and the log kept out of the output.
  */
 async function hidesFsErrors(port: number): Promise<void> {
   writeFileSync(join(root, 'uploads', 'taken.txt'), 'old');
@@ -223,11 +225,14 @@ async function hidesFsErrors(port: number): Promise<void> {
   try {
     const answers = [
       [404, await send(port, { path: '/files/public/x.txt' })],
+      [404, await send(port, { path: '/files/public' })],
+      [404, await send(port, { path: '/files/public/a.txt/x' })],
+      [404, await send(port, { path: `/files/public/${'x'.repeat(300)}` })],
       [404, await send(port, postJson('/move', '{"from": "uploads/x", "to": "uploads/y"}'))],
       [409, await send(port, postFiles('/upload', ['avatar', 'taken.txt', 'new']))],
     ] as const;
     for (const [status, answer] of answers) {
-      expect(answer.status).toBe(status);
+      expect(answer.status, answer.text).toBe(status);
       expect(answer.text).not.toContain(root);
     }
   } finally {
