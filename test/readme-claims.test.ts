@@ -222,6 +222,8 @@ async function refusesUpload(
 async function hidesFsErrors(port: number): Promise<void> {
   writeFileSync(join(root, 'uploads', 'taken.txt'), 'old');
   const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+  const move = (from: string, to: string) =>
+    send(port, postJson('/move', JSON.stringify({ from, to })));
   try {
     const answers = [
       [404, await send(port, { path: '/files/public/x.txt' })],
@@ -229,6 +231,8 @@ async function hidesFsErrors(port: number): Promise<void> {
       [404, await send(port, { path: '/files/public/a.txt/x' })],
       [404, await send(port, { path: `/files/public/${'x'.repeat(300)}` })],
       [404, await send(port, postJson('/move', '{"from": "uploads/x", "to": "uploads/y"}'))],
+      [404, await move('uploads/taken.txt', 'uploads/taken.txt/x')],
+      [404, await move('uploads/taken.txt', `uploads/${'x'.repeat(300)}`)],
       [409, await send(port, postFiles('/upload', ['avatar', 'taken.txt', 'new']))],
     ] as const;
     for (const [status, answer] of answers) {
