@@ -216,11 +216,13 @@ async function refusesUpload(
  * The handlers' own fs failures (a missing file to send or to move, an
  * upload over an existing name): 404 and 409, never the error's message or
  * stack, which names the path. An allowed name that no file can have (a
- * folder, below a file, too long) is a client's error too: a 404, not a 500.
+ * folder, to send or to move; below a file, too long) is a client's error
+ * too: a 404, not a 500.
  * Logged, and the log kept out of the output.
  */
 async function hidesFsErrors(port: number): Promise<void> {
   writeFileSync(join(root, 'uploads', 'taken.txt'), 'old');
+  mkdirSync(join(root, 'uploads', 'folder'));
   const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
   const move = (from: string, to: string) =>
     send(port, postJson('/move', JSON.stringify({ from, to })));
@@ -230,7 +232,8 @@ async function hidesFsErrors(port: number): Promise<void> {
       [404, await send(port, { path: '/files/public' })],
       [404, await send(port, { path: '/files/public/a.txt/x' })],
       [404, await send(port, { path: `/files/public/${'x'.repeat(300)}` })],
-      [404, await send(port, postJson('/move', '{"from": "uploads/x", "to": "uploads/y"}'))],
+      [404, await move('uploads/x', 'uploads/y')],
+      [404, await move('uploads/folder', 'uploads/moved')],
       [404, await move('uploads/taken.txt', 'uploads/taken.txt/x')],
       [404, await move('uploads/taken.txt', `uploads/${'x'.repeat(300)}`)],
       [409, await send(port, postFiles('/upload', ['avatar', 'taken.txt', 'new']))],
@@ -242,6 +245,7 @@ async function hidesFsErrors(port: number): Promise<void> {
   } finally {
     logged.mockRestore();
     rmSync(join(root, 'uploads', 'taken.txt'));
+    rmSync(join(root, 'uploads', 'folder'), { recursive: true });
   }
 }
 
