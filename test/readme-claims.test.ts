@@ -323,6 +323,8 @@ describe('packages/core/README.md, the node:http guard of "For adapter authors"'
   it.each([
     ['a missing file', 'public/missing.txt'],
     ['a folder', 'public'],
+    ['a name below a file', 'public/a.txt/x'],
+    ['a name too long for the file system', `public/${'x'.repeat(300)}`],
   ])('%s is a 404 naming no path, and the server goes on', async (_, name) => {
     await onServer(async (get) => {
       const missing = await get(`file=${name}`);
