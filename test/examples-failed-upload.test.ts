@@ -1,7 +1,9 @@
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { UPLOAD_OPTIONS } from '../examples/express-files/app.js';
+import { readMulterOptions } from '../packages/express-middleware/src/multer-options.js';
 import { begin, EXAMPLES, postFiles, type Sent, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
 
@@ -159,4 +161,15 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     expect((await b.end()).status).toBe(400);
     expect(disk('over')).toEqual([]);
   });
+});
+
+// A dependency range only says what npm may install: on the oldest multer it
+// admits, the example must start. Its package.json said ^2.2.0 after its
+// upload took a streamHandler (multer 2.4), so on 2.2 or 2.3 it stopped at
+// startup with gate.multer()'s TypeError.
+it("the Express example's multer range starts at a release that reads its upload options", () => {
+  const manifest = readFileSync(new URL('../examples/express-files/package.json', import.meta.url));
+  const range: string = JSON.parse(manifest.toString()).dependencies.multer;
+  expect(range).toMatch(/^\^\d+\.\d+\.\d+$/);
+  expect(() => readMulterOptions(UPLOAD_OPTIONS, range.slice(1))).not.toThrow();
 });

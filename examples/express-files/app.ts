@@ -109,12 +109,15 @@ function refusingPrototypeNames(req: Readable, busboy: unknown): void {
   req.pipe(parser);
 }
 
+/** The upload's multer options: `streamHandler` needs multer 2.4 (this package.json's floor). */
+export const UPLOAD_OPTIONS = { limits: UPLOAD_LIMITS, streamHandler: refusingPrototypeNames };
+
 export function buildApp(root: string): Express {
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   const gate = pathgate({ root, fs: RULES, resolve: resolveSymlinks });
   // gate.multer() sets preservePath (busboy would strip `../../x` to `x`), and its
   // storage writes each file to its checked path, never over an existing file.
-  const upload = gate.multer({ limits: UPLOAD_LIMITS, streamHandler: refusingPrototypeNames });
+  const upload = gate.multer(UPLOAD_OPTIONS);
   const page = indexPage();
   const realRoot = new RealRoot(root);
   // The checked paths lie under the resolved root, whatever link `root` is reached by.
