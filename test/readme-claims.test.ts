@@ -402,6 +402,22 @@ describe('the README snippets, run', () => {
     });
   });
 
+  // Both adapters' "Example": the fs errors a client can cause, and a move, answered as the prose says.
+  describe.each([
+    { readme: 'packages/fastify-plugin/README.md', adapter: '@pathgate/fastify' },
+    { readme: 'packages/express-middleware/README.md', adapter: '@pathgate/express' },
+  ])('$readme, "Example"', ({ readme, adapter }) => {
+    it.each([
+      { claim: 'an fs error is a 404 or 409 that names no path', check: hidesFsErrors },
+      {
+        claim: 'a move onto an existing name is a 409, nothing replaced',
+        check: movesWithoutReplacing,
+      },
+    ])('$claim', async ({ check }) => {
+      await listening(await snippetApp<Express | FastifyInstance>(readme, adapter), check);
+    });
+  });
+
   it('packages/fastify-plugin/README.md: the traversal is a 403 naming params.*; uploads are checked', async () => {
     const app = await snippetApp<FastifyInstance>(
       'packages/fastify-plugin/README.md',
@@ -413,22 +429,6 @@ describe('the README snippets, run', () => {
     });
   });
 
-  it('packages/fastify-plugin/README.md: an fs error is a 404 or 409 that names no path', async () => {
-    const app = await snippetApp<FastifyInstance>(
-      'packages/fastify-plugin/README.md',
-      '@pathgate/fastify',
-    );
-    await listening(app, hidesFsErrors);
-  });
-
-  it('packages/fastify-plugin/README.md: a move onto an existing name is a 409, nothing replaced', async () => {
-    const app = await snippetApp<FastifyInstance>(
-      'packages/fastify-plugin/README.md',
-      '@pathgate/fastify',
-    );
-    await listening(app, movesWithoutReplacing);
-  });
-
   it('packages/express-middleware/README.md, "Example": the traversal is a 403; ../../app.js is refused before a byte is written', async () => {
     const app = await snippetApp<Express>(
       'packages/express-middleware/README.md',
@@ -438,22 +438,6 @@ describe('the README snippets, run', () => {
       await refusesTraversal(port, 'params.path');
       await refusesUpload(port, '../../app.js', MULTER_STORED);
     });
-  });
-
-  it('packages/express-middleware/README.md, "Example": an fs error is a 404 or 409 that names no path', async () => {
-    const app = await snippetApp<Express>(
-      'packages/express-middleware/README.md',
-      '@pathgate/express',
-    );
-    await listening(app, hidesFsErrors);
-  });
-
-  it('packages/express-middleware/README.md, "Example": a move onto an existing name is a 409, nothing replaced', async () => {
-    const app = await snippetApp<Express>(
-      'packages/express-middleware/README.md',
-      '@pathgate/express',
-    );
-    await listening(app, movesWithoutReplacing);
   });
 
   it('packages/express-middleware/README.md, "Example": a list in the body is a 400, not a 500', async () => {
