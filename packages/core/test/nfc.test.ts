@@ -352,6 +352,25 @@ describe('NFC (step 4): no text where toNfc leaves String#normalize', () => {
     expect(calls).toBeLessThanOrEqual(2);
   });
 
+  it('keeps only marks for the process: a starter costs its decomposition, once in each text', async () => {
+    // Starters are countless: kept too, a process that met every code point
+    // would hold a million. A fresh module: the tests above met every starter.
+    vi.resetModules();
+    const fresh = await import('../src/nfc.js');
+    const text = (starter: string) =>
+      `${starter}${ACUTE.repeat(16)}${DOT_BELOW.repeat(16)}`.repeat(4);
+    fresh.toNfc(text('a')); // the marks, met once
+    for (let call = 0; call < 2; call++) {
+      const spy = vi.spyOn(String.prototype, 'normalize');
+      const result = fresh.toNfc(text('o'));
+      const asked = spy.mock.contexts.map(String);
+      spy.mockRestore();
+      expect(result).toBe(text('o').normalize('NFC'));
+      // 'o' decomposed (not classified, not once per occurrence), then the ordered text's NFC.
+      expect(asked.slice(0, -1)).toEqual(['o']);
+    }
+  });
+
   it('at each starter in a run, visits only the buckets holding marks, not one per class', () => {
     // Every class, then class-0 marks (CGJ) between acutes: each CGJ ends a
     // sequence of non-starters. Visiting every bucket there was half the
