@@ -653,9 +653,17 @@ describe('a part whose client left before the storage opened its file', () => {
   });
 });
 
+/** A request's folders, without a response (as over), for the unit rows. */
+const unitHeld = (): Held => ({ folders: new Map(), over: true, busy: 0, onRelease: [] });
+/** A folder below a made-up root: `makeAndHold` never touches the disk in these rows. */
+const folderAt = (name: string) => ({
+  path: `/srv/up/${name}`,
+  real: Buffer.from(`/srv/up/${name}`),
+});
+
 describe("hold: a request's folders shared while its work runs", () => {
   it('a done called again does nothing: the folders stay shared while another hold runs', () => {
-    const held: Held = { folders: new Map(), over: true, busy: 0, onRelease: [] };
+    const held = unitHeld();
     const released: string[] = [];
     held.onRelease.push(() => released.push('released'));
     const store = hold(held);
@@ -671,13 +679,41 @@ describe("hold: a request's folders shared while its work runs", () => {
     // Searched for in a list, as before, the 50,000 took the square of their
     // number (60 s here, far past the test's timeout): one request's files
     // in thousands of new folders (about 2,000 in one name) blocked the event loop.
-    const held: Held = { folders: new Map(), over: true, busy: 0, onRelease: [] };
+    const held = unitHeld();
     const done = hold(held); // a store runs: its release takes them out of the shared count
-    const folder = (i: number) => ({ path: `/srv/up/d${i}`, real: Buffer.from(`/srv/up/d${i}`) });
-    for (let i = 0; i < 50_000; i++) await makeAndHold(held, folder(i), async () => true);
-    await makeAndHold(held, folder(7), async () => false);
+    for (let i = 0; i < 50_000; i++) await makeAndHold(held, folderAt(`d${i}`), async () => true);
+    await makeAndHold(held, folderAt('d7'), async () => false);
     done();
     expect(held.folders.size).toBe(50_000);
+  });
+
+  it("a request's folders leave the shared count with it, each once: a later walk into them holds none", async () => {
+    // Left counted, a folder a finished request made looks like one of an
+    // upload in flight: a later upload that walks into it and fails removes it.
+    const first = unitHeld();
+    const done = hold(first);
+    await makeAndHold(first, folderAt('a'), async () => true);
+    await makeAndHold(first, folderAt('a/b'), async () => true);
+    await makeAndHold(first, folderAt('a/b'), async () => false); // its second file there
+    done();
+    const later = unitHeld();
+    const laterDone = hold(later);
+    for (const name of ['a', 'a/b']) await makeAndHold(later, folderAt(name), async () => false);
+    laterDone();
+    expect([...later.folders.keys()]).toEqual([]);
+  });
+
+  it('folders whose real paths differ only in bytes that are not UTF-8 are held apart', async () => {
+    // A link in the root may lead to such a name; read as UTF-8, both keys
+    // would be U+FFFD and the second folder never held, nor removed.
+    const held = unitHeld();
+    const done = hold(held);
+    for (const byte of [0xfe, 0xff]) {
+      const real = Buffer.concat([Buffer.from('/srv/up/'), Buffer.from([byte])]);
+      await makeAndHold(held, { path: '/srv/up/x', real }, async () => true);
+    }
+    done();
+    expect(held.folders.size).toBe(2);
   });
 });
 
