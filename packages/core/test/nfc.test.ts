@@ -371,6 +371,31 @@ describe('NFC (step 4): no text where toNfc leaves String#normalize', () => {
     }
   });
 
+  it('orders as ICU whatever order a fresh process meets the classes in', async () => {
+    // The classes met are kept for the process, each at its place in a sorted
+    // list that shifts when a lower class comes later. The rows above share
+    // one module, so what they catch depends on the order they run in: here
+    // each run starts from none, and its texts bring classes in random order.
+    const texts = fc.array(
+      fc.array(fc.constantFrom(...NON_STARTERS), { minLength: 1, maxLength: 40 }),
+      {
+        minLength: 1,
+        maxLength: 6,
+      },
+    );
+    await fc.assert(
+      fc.asyncProperty(texts, async (runs) => {
+        vi.resetModules();
+        const fresh = await import('../src/nfc.js');
+        for (const marks of runs) {
+          const text = `a${marks.join('')}`;
+          expect(fresh.orderedDecomposition(text)).toBe(text.normalize('NFD'));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('at each starter in a run, visits only the buckets holding marks, not one per class', () => {
     // Every class, then class-0 marks (CGJ) between acutes: each CGJ ends a
     // sequence of non-starters. Visiting every bucket there was half the
