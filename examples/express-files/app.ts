@@ -3,12 +3,26 @@
 // a 403 and the handler never runs, and the handlers use only the canonical
 // paths the gate checked (req.pathgate, file.pathgatePath).
 import { createServer, type RequestListener } from 'node:http';
+import { join } from 'node:path';
 import { finished, type Readable, type Writable } from 'node:stream';
 import { resolveSymlinks } from '@pathgate/core';
-import { pathgate } from '@pathgate/express';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { PathgateStorageError, pathgate } from '@pathgate/express';
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import { checkedPath } from '../shared/checked.js';
-import { FileApiError, listDir, moveFile, openFile, removeFile } from '../shared/files.js';
+import {
+  FileApiError,
+  listDir,
+  moveFile,
+  openFile,
+  removeFile,
+  sandboxFault,
+} from '../shared/files.js';
 import { BODYLESS, mediaType, undecodedJson } from '../shared/json-coding.js';
 import { RealRoot } from '../shared/real-root.js';
 import {
@@ -21,7 +35,7 @@ import {
 } from '../shared/replies.js';
 import { badTarget } from '../shared/request-target.js';
 import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
-import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
+import { RULES, UPLOAD_FOLDER, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /**
  * Express 5 names every wildcard. Naming it `*` gives the 403s the label
@@ -122,6 +136,13 @@ export function buildApp(root: string): Express {
   const realRoot = new RealRoot(root);
   // The checked paths lie under the resolved root, whatever link `root` is reached by.
   const shown = (path: string) => shownPath(realRoot.path, path);
+  // The storage's refusals of a target, answered as the server's fault where
+  // the sandbox is broken (`sandboxFault`), as the Fastify example's upload.
+  const uploads = [join(realRoot.path, UPLOAD_FOLDER)];
+  const blameSandbox: ErrorRequestHandler = (error, _req, _res, next) => {
+    if (!(error instanceof PathgateStorageError)) return next(error);
+    sandboxFault(error, uploads, realRoot).then(next);
+  };
 
   const app = express();
   app.disable('x-powered-by');
@@ -173,13 +194,14 @@ export function buildApp(root: string): Express {
   // field (unexpected-file, as in Fastify).
   app.post(
     '/api/upload',
-    gate.write({ file: 'file', under: 'uploads' }),
+    gate.write({ file: 'file', under: UPLOAD_FOLDER }),
     upload.any(),
-    (req, res) => {
+    (req: Request, res: Response) => {
       const file = Array.isArray(req.files) ? req.files[0] : undefined;
       if (file?.pathgatePath === undefined) throw new FileApiError(400, 'no file');
       res.status(201).json({ uploaded: shown(file.pathgatePath), size: file.size });
     },
+    blameSandbox,
   );
 
   app.use((_req, res) => {

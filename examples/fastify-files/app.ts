@@ -20,7 +20,7 @@ import {
 } from '../shared/replies.js';
 import { badTarget } from '../shared/request-target.js';
 import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
-import { RULES, UPLOAD_LIMITS } from '../shared/sandbox.js';
+import { RULES, UPLOAD_FOLDER, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /** An error's body, in JSON also where a download set its own type before its file failed. */
 function sendError(reply: FastifyReply, body: ErrorBody): FastifyReply {
@@ -101,7 +101,7 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
 
   app.post(
     '/api/upload',
-    { config: { pathgate: { mode: 'write', paths: [{ file: 'file', under: 'uploads' }] } } },
+    { config: { pathgate: { mode: 'write', paths: [{ file: 'file', under: UPLOAD_FOLDER }] } } },
     async (request, reply) => {
       // Each part's filename is checked before a byte of it is read: a denied
       // one throws PathgateDeniedError here, and nothing of it is written.

@@ -134,6 +134,34 @@ function parentError(error: NodeJS.ErrnoException): never {
   return clientError(error);
 }
 
+/**
+ * `error`, met by a file operation on `paths`, as the answer to give: a
+ * client error (4xx, but a size's 413) where the sandbox's own folders are
+ * broken (`RealRoot.broken`) is the server's fault, not the client's: a
+ * bare 500, logged, in place of a 404 or a 409 no name could have avoided.
+ * Anything else as it is. The original is kept on `cause`, for the log.
+ */
+export async function sandboxFault(
+  error: unknown,
+  paths: readonly string[],
+  root: RealRoot,
+): Promise<unknown> {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  const named = typeof status === 'number' && status >= 400 && status < 500 && status !== 413;
+  if (!named) return error;
+  const broken = await Promise.all(paths.map((path) => root.broken(path)));
+  return broken.includes(true) ? new Error('the sandbox is broken', { cause: error }) : error;
+}
+
+/** Runs the file operation `op` on `paths`, its failure answered as `sandboxFault` says. */
+async function blaming<T>(paths: readonly string[], root: RealRoot, op: () => Promise<T>) {
+  try {
+    return await op();
+  } catch (error) {
+    throw await sandboxFault(error, paths, root);
+  }
+}
+
 const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
 
 const noSuchFile = () => new FileApiError(404, 'no such file or folder');
@@ -245,7 +273,10 @@ function reachableName(bytes: Buffer): string | undefined {
  * A folder's entries, sorted by name. Links are listed, never followed.
  * Names no request reaches are left out (`reachableName`).
  */
-export async function listDir(path: string, root: RealRoot): Promise<Entry[]> {
+export const listDir = (path: string, root: RealRoot) =>
+  blaming([path], root, () => listIn(path, root));
+
+async function listIn(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
   if (!info.isDirectory()) throw new FileApiError(400, 'not a folder');
   const entries = await inFolder(path, root, async (entry) => {
@@ -283,7 +314,10 @@ export interface Download {
  * opens at once (and is refused below) instead of holding a thread until
  * someone writes to it.
  */
-export async function openFile(path: string, root: RealRoot): Promise<Download> {
+export const openFile = (path: string, root: RealRoot) =>
+  blaming([path], root, () => openIn(path, root));
+
+async function openIn(path: string, root: RealRoot): Promise<Download> {
   const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
   const handle = await open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch(clientError);
   const info = await closingOnFailure(handle, async () => {
@@ -327,7 +361,10 @@ async function* firstBytes(file: Readable, size: number): AsyncGenerator<Buffer>
  * (ENOENT: a failed request beside this one took back a new folder they
  * share) is walked to again, as an upload's (`againIfGone`).
  */
-export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
+export const moveFile = (from: string, to: string, root: RealRoot) =>
+  blaming([from, to], root, () => moveIn(from, to, root));
+
+async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
     await requireFile(source);
@@ -383,7 +420,10 @@ async function removeEmpty(folders: readonly string[], root: RealRoot): Promise<
 }
 
 /** Deletes a file, in the folder checked (`inFolder`). */
-export async function removeFile(path: string, root: RealRoot): Promise<void> {
+export const removeFile = (path: string, root: RealRoot) =>
+  blaming([path], root, () => removeIn(path, root));
+
+async function removeIn(path: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(path), root, async (entry) => {
     const file = entry(basename(path));
     await requireFile(file);
@@ -446,7 +486,8 @@ export class Uploads {
    * failure, call `discard`.
    */
   save(file: UploadStream, target: string): Promise<number> {
-    return againIfGone(() => this.attempt(file, target)).catch(parentError);
+    const attempts = () => againIfGone(() => this.attempt(file, target)).catch(parentError);
+    return blaming([target], this.root, attempts);
   }
 
   /** One walk to `target`'s folder and the upload stored in it; fs errors as they come (ENOENT: the folder went). */

@@ -2,8 +2,8 @@
 // where pathgate checked it: a folder on the way swapped for a link between
 // the check and the open is followed by open(), and only seen afterwards.
 import { realpathSync } from 'node:fs';
-import { type FileHandle, readlink } from 'node:fs/promises';
-import { relative } from 'node:path';
+import { type FileHandle, readlink, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 
 /**
  * The sandbox root's real path, resolved once (the root may sit under a
@@ -42,6 +42,21 @@ export class RealRoot {
     const same =
       opened.equals(live) || (opened.equals(removed) && (await handle.stat()).nlink === 0);
     return same ? `/proc/self/fd/${handle.fd}` : undefined;
+  }
+
+  /**
+   * Whether the sandbox's own folders on the way to `path` are broken: the
+   * root gone or not a folder, or its folder holding `path` (`uploads`,
+   * `public`) not a folder. No name a client sends can do that, so a file
+   * operation failing there is the server's fault. That folder missing is
+   * not: an upload makes it, and until then it holds nothing.
+   */
+  async broken(path: string): Promise<boolean> {
+    const isFolder = (folder: string) => stat(folder).then((info) => info.isDirectory());
+    if (!(await isFolder(this.path).catch(() => false))) return true;
+    const [top = ''] = relative(this.path, path).split('/');
+    const missing = (error: NodeJS.ErrnoException) => error.code === 'ENOENT';
+    return !(await isFolder(join(this.path, top)).catch(missing));
   }
 
   /**

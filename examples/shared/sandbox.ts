@@ -7,6 +7,9 @@ import { dirname, join, resolve } from 'node:path';
 /** The allowlist of both examples: public/ read-only, uploads/ read-write, nothing else. */
 export const RULES = ['./public/**', 'rw:./uploads/**'];
 
+/** The folder uploads go to (the `under` of both upload routes), the one `rw:` of `RULES`. */
+export const UPLOAD_FOLDER = 'uploads';
+
 /**
  * Both examples' upload limits: a file of 10 MB at most, one file, and 1,000
  * parts in all. @fastify/multipart caps parts at 1,000 by default, multer
