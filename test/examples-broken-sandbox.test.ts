@@ -50,14 +50,15 @@ describe.each(EXAMPLES)('the $name example, its sandbox broken while it runs', (
     await app?.stop();
   });
 
-  it.each(ROWS)('$broken: $route is a 500 naming no path, nothing made', async (row) => {
+  it.each(ROWS)('$broken: $route is a 500 naming no path, logged, nothing made', async (row) => {
     app = await start(example);
-    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     const broken = row.at(app.root);
     rmSync(broken, { recursive: true });
     if (row.instead !== null) writeFileSync(broken, row.instead);
     const got = await send(app.port, row.sent);
     expect([got.status, JSON.parse(got.text)]).toEqual([500, SERVER_FAULT]);
+    expect(logged).toHaveBeenCalledOnce();
     // Nothing made in its place: no folder where the root or uploads/ was.
     expect(found(broken)).toBe(row.instead);
   });

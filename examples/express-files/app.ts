@@ -211,8 +211,9 @@ export function buildApp(root: string): Express {
   const onError: ErrorRequestHandler = (error, req, res, next) => {
     if (res.headersSent) return next(error);
     const body = errorBody(error);
-    // A client that hung up mid-request (multer's "Request aborted") is no fault of the server's.
-    if (body.statusCode === 500 && !req.destroyed) console.error(error);
+    // A client that hung up mid-request (multer's "Request aborted") is no
+    // fault of the server's (`readableAborted`, as in the Fastify example).
+    if (body.statusCode === 500 && !req.readableAborted) console.error(error);
     // JSON, also where a download set its own type before its file failed.
     res.status(body.statusCode).type('json').json(body);
   };

@@ -141,8 +141,10 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
       return reply.code(403).send(denyBody({ reason, label }));
     }
     const body = errorBody(error);
-    // A client that hung up mid-request is no fault of the server's: nothing to log.
-    if (body.statusCode === 500 && !request.raw.destroyed) console.error(error);
+    // A client that hung up mid-request is no fault of the server's: nothing to
+    // log. `readableAborted`, not `destroyed`: a body read to its end is
+    // destroyed too, and a move's or an upload's 500 would go unlogged.
+    if (body.statusCode === 500 && !request.raw.readableAborted) console.error(error);
     return sendError(reply, body);
   });
 
