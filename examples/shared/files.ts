@@ -162,6 +162,17 @@ async function blaming<T>(paths: readonly string[], root: RealRoot, op: () => Pr
   }
 }
 
+/**
+ * An upload's walk failed: a folder on the way still gone after every
+ * attempt (ENOENT, `againIfGone`) is the sandbox changing under the server,
+ * no name's fault: as it is, a 500 (the Express example's storage answers
+ * it so too). Else as `parentError`.
+ */
+function walkError(error: NodeJS.ErrnoException): never {
+  if (error.code === 'ENOENT') throw error;
+  return parentError(error);
+}
+
 const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
 
 const noSuchFile = () => new FileApiError(404, 'no such file or folder');
@@ -486,7 +497,7 @@ export class Uploads {
    * failure, call `discard`.
    */
   save(file: UploadStream, target: string): Promise<number> {
-    const attempts = () => againIfGone(() => this.attempt(file, target)).catch(parentError);
+    const attempts = () => againIfGone(() => this.attempt(file, target)).catch(walkError);
     return blaming([target], this.root, attempts);
   }
 
