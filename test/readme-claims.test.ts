@@ -276,6 +276,31 @@ async function movesWithoutReplacing(port: number): Promise<void> {
   }
 }
 
+/**
+ * Two moves of one file at once leave it at one name: the move that finds
+ * its file gone after linking it (the other moved it first) takes its link
+ * back, else the file would stay at both names while that move answered 404.
+ */
+async function movesOnce(port: number): Promise<void> {
+  const at = (name: string) => join(root, 'uploads', name);
+  const move = (to: string) =>
+    send(port, postJson('/move', JSON.stringify({ from: 'uploads/race.txt', to })));
+  const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    for (let round = 0; round < 200; round++) {
+      writeFileSync(at('race.txt'), 'race');
+      const answers = await Promise.all([move('uploads/one.txt'), move('uploads/two.txt')]);
+      const left = filesUnder(join(root, 'uploads'));
+      const statuses = answers.map((answer) => answer.status).sort();
+      expect([left.length, statuses], `round ${round}: ${left}`).toEqual([1, [200, 404]]);
+      for (const name of left) rmSync(at(name));
+    }
+  } finally {
+    logged.mockRestore();
+    for (const name of ['race.txt', 'one.txt', 'two.txt']) rmSync(at(name), { force: true });
+  }
+}
+
 describe('packages/core/README.md, the node:http guard of "For adapter authors"', () => {
   let served = 0;
 
@@ -413,6 +438,7 @@ describe('the README snippets, run', () => {
         claim: 'a move onto an existing name is a 409, nothing replaced',
         check: movesWithoutReplacing,
       },
+      { claim: 'two moves of one file at once leave it at one name', check: movesOnce },
     ])('$claim', async ({ check }) => {
       await listening(await snippetApp<Express | FastifyInstance>(readme, adapter), check);
     });
