@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EXAMPLES, postFiles, postJson, type Running, type Sent, send, start } from './examples.js';
 
 // The sandbox's own folders broken while the server runs: the root removed
-// or a file in its place, or uploads/ a file. No name a client sends causes
+// or a file in its place, or uploads/ or public/ a file. No name a client sends causes
 // that, so each route answers the server's fault, a bare 500 (logged),
 // never a 404 or 409 that sends the client looking for its mistake.
 
@@ -39,9 +39,21 @@ const ROUTES: [string, Sent][] = [
   ['a delete', { method: 'DELETE', path: '/files/uploads/hello.txt' }],
 ];
 
-const ROWS = BREAKAGES.flatMap((breakage) =>
-  ROUTES.map(([route, sent]) => ({ ...breakage, route, sent })),
-);
+/** public/ a file: the routes that read it (it takes no writes). */
+const PUBLIC_BROKEN: Breakage = {
+  broken: 'public/ a file',
+  at: (root) => join(root, 'public'),
+  instead: 'in place of public/',
+};
+const PUBLIC_ROUTES: [string, Sent][] = [
+  ['a listing', { path: '/api/list?dir=public' }],
+  ['a download', { path: '/files/public/readme.txt' }],
+];
+
+const ROWS = [
+  ...BREAKAGES.flatMap((breakage) => ROUTES.map(([route, sent]) => ({ ...breakage, route, sent }))),
+  ...PUBLIC_ROUTES.map(([route, sent]) => ({ ...PUBLIC_BROKEN, route, sent })),
+];
 
 describe.each(EXAMPLES)('the $name example, its sandbox broken while it runs', (example) => {
   let app: Running | undefined;
