@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -10,7 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeSnippets } from './readme-code.js';
 import { ROOT, tscErrors } from './tsc.js';
 
@@ -122,7 +123,10 @@ const SETUPS = [
 ] as const;
 
 // Inside the repository, so the packages resolve through its node_modules.
-const dir = mkdtempSync(join(ROOT, '.consumer-types-'));
+// Made before the first test, not on import: a run whose filter skips every
+// test here runs no afterAll, and would leave the folder behind.
+const dir = join(ROOT, `.consumer-types-${randomUUID()}`);
+beforeAll(() => mkdirSync(dir));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Compiles `files` (name to text) in `project` under STRICT plus `options`: the errors, or ''. */

@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { GuardDenyReason } from '@pathgate/core';
 import type { Express } from 'express';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
 import { forbidden } from './answer.js';
@@ -139,14 +140,17 @@ describe.each(SESSIONS)('%s, "A session with curl"', (readme, example) => {
 });
 
 // Inside the repository (git-ignored), so the snippets resolve the packages.
-const dir = mkdtempSync(join(ROOT, '.readme-snippets-claims-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
+// Made before the first test, not on import: a run whose filter skips every
+// test here runs no afterAll, and would leave the folder behind.
+const dir = join(ROOT, `.readme-snippets-claims-${randomUUID()}`);
 /** The sandbox the README snippets serve, in place of `/srv/files`, below a folder of its own. */
 const root = join(dir, 'srv', 'files');
-mkdirSync(join(root, 'public'), { recursive: true });
-mkdirSync(join(root, 'uploads'));
-writeFileSync(join(root, 'public', 'a.txt'), 'hello');
+beforeAll(() => {
+  mkdirSync(join(root, 'public'), { recursive: true });
+  mkdirSync(join(root, 'uploads'));
+  writeFileSync(join(root, 'public', 'a.txt'), 'hello');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let loaded = 0;
 

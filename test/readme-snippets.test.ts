@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Express } from 'express';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeSnippets } from './readme-code.js';
 import { ROOT, tscErrors } from './tsc.js';
 
@@ -19,7 +20,10 @@ const READMES = [
 ];
 
 // Inside the repository, so the packages resolve through its node_modules.
-const dir = mkdtempSync(join(ROOT, '.readme-snippets-'));
+// Made before the first test, not on import: a run whose filter skips every
+// test here runs no afterAll, and would leave the folder behind.
+const dir = join(ROOT, `.readme-snippets-${randomUUID()}`);
+beforeAll(() => mkdirSync(dir));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('README examples', () => {
@@ -57,8 +61,10 @@ describe('README examples that serve files', () => {
   // A sandbox under a dot folder (`~/.local/share/…`, `/srv/.data/…`) is a
   // common place for one: the examples must serve it, not 404 every file.
   const root = join(dir, '.data', 'files');
-  mkdirSync(join(root, 'public'), { recursive: true });
-  writeFileSync(join(root, 'public', 'a.txt'), 'hello');
+  beforeAll(() => {
+    mkdirSync(join(root, 'public'), { recursive: true });
+    writeFileSync(join(root, 'public', 'a.txt'), 'hello');
+  });
   const serving = READMES.flatMap((readme) =>
     completeSnippets(readme)
       .filter((code) => code.includes('res.sendFile('))
