@@ -1,9 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import multipart, { type MultipartFile } from '@fastify/multipart';
+import multipart, {
+  type Multipart,
+  type MultipartFields,
+  type MultipartFile,
+} from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
@@ -222,6 +227,45 @@ describe("a denied part leaves multipart's shared fields", () => {
     const res = await postMultipart(s.port, '/parts-catch', parts);
     expect(res.json).toEqual({ reason: 'path-not-in-allowlist', fields: { upload: ['ok.png'] } });
     expect(filesIn(s.root)).toEqual([]);
+  });
+
+  it('taken out in one pass over the field, however many parts an app lets in', async () => {
+    const root = sandbox();
+    const app = newApp();
+    await app.register(pathgate, { root, fs: RULES });
+    await app.register(multipart, { limits: { parts: Number.POSITIVE_INFINITY } });
+    let steps = 0;
+    const counted: ProxyHandler<Multipart[]> = {
+      get(list, key) {
+        steps++;
+        return Reflect.get(list, key);
+      },
+      set(list, key, value) {
+        steps++;
+        return Reflect.set(list, key, value);
+      },
+    };
+    app.post('/count', { config: { pathgate: UPLOAD } }, async (request) => {
+      let fields: MultipartFields = {};
+      try {
+        for await (const part of request.parts()) {
+          fields = part.fields;
+          await (part as MultipartFile).toBuffer();
+          // Every part arrives and is parsed behind this one (tiny files hold busboy up at no point).
+          if (!request.raw.readableEnded) await once(request.raw, 'end');
+          // Each read and write of the field's list from here on is a step.
+          fields.upload = new Proxy(fields.upload as Multipart[], counted);
+        }
+      } catch (error) {
+        return { reason: (error as PathgateDenied).reason, left: [fields.upload].flat().length };
+      }
+    });
+    const port = await listen(app);
+    const behind = Array.from({ length: 2000 }, (_, i) => file(`f${i}.png`));
+    const res = await postMultipart(port, '/count', [file('ok.png'), file('virus.exe'), ...behind]);
+    expect(res.json).toEqual({ reason: 'path-not-in-allowlist', left: 1 });
+    // Removed one at a time, each took its list's length in steps: millions.
+    expect(steps).toBeLessThan(10 * behind.length);
   });
 });
 
