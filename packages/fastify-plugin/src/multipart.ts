@@ -145,8 +145,12 @@ function forgetPart(part: Part): void {
   const entry = fields[fieldname];
   if (entry === part) {
     delete fields[fieldname];
-  } else if (Array.isArray(entry) && entry.includes(part)) {
-    entry.splice(entry.indexOf(part), 1);
+  } else if (Array.isArray(entry)) {
+    // From the end: multipart adds each part last, so a part let go as it
+    // arrives is found at once, not past every part kept before it.
+    const at = entry.lastIndexOf(part);
+    if (at === -1) return;
+    entry.splice(at, 1);
     if (entry.length === 0) delete fields[fieldname];
   }
 }
