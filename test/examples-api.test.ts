@@ -589,9 +589,13 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-upload', ({ 
   it('exits on SIGTERM once nothing of the upload is left in the folder it serves', async () => {
     const root = mkdtempSync(join(tmpdir(), 'pathgate-given-root-'));
     mkdirSync(join(root, 'uploads'));
-    const { child, url } = await startChild(name, { root });
     const left = () => readdirSync(join(root, 'uploads'), { recursive: true });
+    let child: ChildProcess | undefined;
     try {
+      // Inside the try: a server that fails to start must not leave the folder.
+      const started = await startChild(name, { root });
+      child = started.child;
+      const { url } = started;
       const port = Number(new URL(url).port);
       const boundary = 'pathgate-stop';
       begin(port, {
@@ -607,7 +611,7 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-upload', ({ 
       expect(await terminated(child)).toBe(0);
       expect(left()).toEqual([]);
     } finally {
-      child.kill('SIGKILL');
+      child?.kill('SIGKILL');
       rmSync(root, { recursive: true, force: true });
     }
   }, 30_000);
