@@ -302,6 +302,8 @@ describe('an onDeny whose body JSON cannot write, or must not', () => {
     ['a web Response', () => new Response('<p>denied</p>')],
     ['a Blob', () => new Blob(['<p>denied</p>'])],
     ['a web ReadableStream', () => new ReadableStream()],
+    ['a Map, which JSON writes as {}', () => new Map([['reason', 'denied']])],
+    ['a Headers, which JSON writes as {}', () => new Headers({ 'x-reason': 'denied' })],
   ] as const)('%s: both log it and send the default 403, never the error', (_name, body) =>
     expectDefault403Logged(body),
   );

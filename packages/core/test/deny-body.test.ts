@@ -115,6 +115,23 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     expect(seen).toEqual([expect.any(TypeError), expect.any(TypeError), expect.any(TypeError)]);
   });
 
+  it('a collection that says how JSON writes it (its own toJSON) is a body, as it says', () => {
+    const seen: unknown[] = [];
+    class Reasons extends Map<string, string> {
+      toJSON() {
+        return Object.fromEntries(this);
+      }
+    }
+    const reasons = new Reasons([['reason', 'denied']]);
+    expect(
+      hookBody(
+        () => reasons,
+        (e) => seen.push(e),
+      ),
+    ).toBe(reasons);
+    expect([JSON.stringify(reasons), seen]).toEqual(['{"reason":"denied"}', []]);
+  });
+
   it('a stream is no body: JSON would write its internals; it is destroyed, and goes to onFailed', () => {
     const seen: unknown[] = [];
     const stream = Readable.from(['a page of its own']);
@@ -148,6 +165,26 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
       expect(seen).toEqual([expect.any(TypeError)]);
       expect((seen[0] as Error).message).toMatch(what);
       expect((seen[0] as Error).message).toMatch(/send (it|them) from onDeny yourself/);
+    },
+  );
+
+  it.each([
+    ['a Map', () => new Map([['reason', 'denied']])],
+    ['a Set', () => new Set(['denied'])],
+    ['a WeakMap', () => new WeakMap()],
+    ['a WeakSet', () => new WeakSet()],
+    ['a URLSearchParams', () => new URLSearchParams('reason=denied')],
+    ['a Headers', () => new Headers({ 'x-reason': 'denied' })],
+    ['a FormData', () => new FormData()],
+    ['a subclass of Map', () => new (class Reasons extends Map<string, number> {})([['a', 1]])],
+    ['a Map of another realm', () => runInNewContext('new Map([[1, 2]])')],
+  ] as [string, () => object][])(
+    '%s is no body (JSON writes it as {}): it goes to onFailed, saying to return a plain object',
+    (_name, make) => {
+      const seen: unknown[] = [];
+      expect(hookBody(make, (e) => seen.push(e))).toBeUndefined();
+      expect(seen).toEqual([expect.any(TypeError)]);
+      expect((seen[0] as Error).message).toMatch(/collection .* return a plain object/);
     },
   );
 
