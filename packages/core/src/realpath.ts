@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { toNfc } from './nfc.js';
 import { joinSegments } from './segments.js';
 
 /** Links followed in one call before giving up, as Linux does (ELOOP). */
@@ -30,7 +31,9 @@ const PATH_MAX = 4096;
  *   only come from a link target) throws ENOENT or ENOTDIR: the kernel would
  *   fail the lookup there, and a lexical `..` could land anywhere;
  * - a link whose target is not valid UTF-8 throws (code `EILSEQ`): decoding it
- *   lossily could hide a link under a name that merely looks missing.
+ *   lossily could hide a link under a name that merely looks missing;
+ * - an answer not in Unicode NFC (a name from a link target) throws (code
+ *   `EILSEQ`): the core would normalize it to another name, maybe a link.
  *
  * It throws, and the core then denies with `resolve-failed`, on: a path that
  * is not a string starting with `/`; a path of PATH_MAX (4,096) bytes or
@@ -65,6 +68,16 @@ export function resolveSymlinks(path: string): string {
   if (Buffer.byteLength(path) >= PATH_MAX) {
     throw fsError('ENAMETOOLONG', 'path too long', `${path.slice(0, 64)}…`);
   }
+  const resolved = walk(path);
+  // The core normalizes the answer to NFC (DESIGN.md step 8). On Linux an NFD
+  // name from a link target is another file than its NFC twin, which may be a
+  // link out: the path checked and the path opened would differ.
+  if (toNfc(resolved) !== resolved) throw fsError('EILSEQ', 'resolves to a name not in NFC', path);
+  return resolved;
+}
+
+/** Follows the links of an absolute path, as described above. */
+function walk(path: string): string {
   // `real` holds resolved components (no links); `todo` is a stack, next segment last.
   const real: string[] = [];
   const todo = segmentsOf(path).reverse();

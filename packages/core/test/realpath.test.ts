@@ -2,11 +2,16 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkFs, PermissionPolicy } from '../src/index.js';
 import { resolveSymlinks } from '../src/realpath.js';
 
 // The temp dir as os.tmpdir() spells it (it may hold a link), and with its links resolved.
 let base = '';
 let real = '';
+
+/** `é` decomposed (NFD) and composed (NFC): two names on Linux, one after the core's step 4. */
+const NFD = 'e\u0301';
+const NFC = '\u00e9';
 
 const at = (relative: string): string => path.posix.join(base, relative);
 const expected = (relative: string): string => path.posix.join(real, relative);
@@ -58,6 +63,11 @@ beforeAll(() => {
   link('sandbox/file-up', 'file.txt/../dir');
   link('sandbox/dots', './dir/./nested.txt');
   fs.symlinkSync(Buffer.from([0x6e, 0xff]), at('sandbox/not-utf8'));
+  // `é` twice: a folder named in NFD, and beside it, named in NFC, a link out.
+  fs.mkdirSync(at(`sandbox/${NFD}`));
+  link(`sandbox/${NFC}`, `${base}/outside`);
+  link('sandbox/to-nfd', NFD);
+  link('sandbox/to-nfd-missing', `new-${NFD}`);
   // l0 -> l1 -> ... -> l40 -> end.txt: from l1 that is 40 links, from l0 it is 41.
   file('long/end.txt');
   for (let i = 0; i <= 40; i += 1) link(`long/l${i}`, i === 40 ? 'end.txt' : `l${i + 1}`);
@@ -132,6 +142,9 @@ describe('resolveSymlinks', () => {
     ['.. in a target after a missing component', 'sandbox/missing-up', 'ENOENT'],
     ['.. in a target after a regular file', 'sandbox/file-up', 'ENOTDIR'],
     ['a link target that is not UTF-8', 'sandbox/not-utf8', 'EILSEQ'],
+    // The core normalizes the answer to NFC, which names another file: here a link out.
+    ['a link to a folder named in NFD', 'sandbox/to-nfd/passwd', 'EILSEQ'],
+    ['a dangling link to a name in NFD', 'sandbox/to-nfd-missing', 'EILSEQ'],
     ['a name longer than NAME_MAX', `sandbox/${'n'.repeat(300)}`, 'ENAMETOOLONG'],
     // No lstat ever sees the long part: the walk stops at `missing`, as it would append the rest.
     [
@@ -201,5 +214,21 @@ describe('resolveSymlinks', () => {
     ['a non-string', 42 as unknown as string],
   ])('throws a TypeError on %s', (_what, input) => {
     expect(errorOf(() => resolveSymlinks(input)).name).toBe('TypeError');
+  });
+});
+
+describe('resolveSymlinks as a policy resolve', () => {
+  it('denies a write through a link to an NFD name whose NFC twin is a link out', () => {
+    // Answered as it was, the NFD path became the NFC one, `sandbox/é/passwd`,
+    // allowed: a handler writing there wrote through `sandbox/é` to outside/passwd.
+    const policy = new PermissionPolicy({
+      root: at('sandbox'),
+      permissions: { fs: ['rw:./**'] },
+      resolve: resolveSymlinks,
+    });
+    expect(checkFs(policy, 'to-nfd/passwd', 'write')).toEqual({
+      outcome: 'deny',
+      reason: 'resolve-failed',
+    });
   });
 });
