@@ -1,0 +1,140 @@
+import * as fs from 'node:fs';
+import { posix } from 'node:path';
+import type { FsAccessMode } from '../src/index.js';
+
+// A reference for `resolveSymlinks` and checkFs built on the operating system
+// itself: the kernel's realpath(3) where the path exists, and where it does
+// not, the real parent plus the last name, a dangling link followed through
+// its target. Nothing is shared with src/realpath.ts.
+
+/** Past this many steps a walk is taken as a loop (the kernel's own limit is 40 links). */
+const MAX_STEPS = 40;
+
+/** A name that cannot be walked here: a `..` after a missing name or a file, or a loop. */
+export class Unresolvable extends Error {}
+
+/**
+ * The path `path` (absolute, maybe with `.`, `..` and empty names) names on
+ * disk, following links as the kernel would up to the last existing name,
+ * then appending what does not exist yet.
+ */
+export function osResolve(path: string, steps = 0): string {
+  if (steps > MAX_STEPS) throw new Unresolvable(`loop at ${path}`);
+  try {
+    return fs.realpathSync.native(path);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new Unresolvable(`${code} at ${path}`);
+  }
+  // Empty and `.` names at the end name the folder before them.
+  const names = path.split('/');
+  while (names.length > 1 && (names.at(-1) === '' || names.at(-1) === '.')) names.pop();
+  const name = names.pop() as string;
+  if (name === '..') throw new Unresolvable(`.. below nothing at ${path}`);
+  const parent = osResolve(names.join('/') || '/', steps + 1);
+  const full = posix.join(parent, name);
+  const stat = lstatQuiet(full);
+  if (!stat?.isSymbolicLink()) return full;
+  // A dangling link (realpath failed on it): where its target would be made.
+  const target = fs.readlinkSync(full);
+  return osResolve(target.startsWith('/') ? target : `${parent}/${target}`, steps + 1);
+}
+
+/** lstat that answers undefined for a name that is missing or below a non-folder. */
+function lstatQuiet(path: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOTDIR') return undefined;
+    throw error;
+  }
+}
+
+/** A rule of the simple shapes the reference knows: a literal folder, then `**` or `*`. */
+export interface SimpleRule {
+  readonly text: string;
+  readonly folder: readonly string[];
+  readonly below: 'any' | 'one';
+  readonly write: boolean;
+}
+
+/** Reads `[rw:]./a/b/**` or `[rw:]./a/*`. */
+export function simpleRule(text: string): SimpleRule {
+  const write = text.startsWith('rw:');
+  const names = text
+    .replace(/^(rw|r):/, '')
+    .split('/')
+    .slice(1);
+  const last = names.pop();
+  if (last !== '**' && last !== '*') throw new Error(`not a simple rule: ${text}`);
+  return { text, folder: names, below: last === '**' ? 'any' : 'one', write };
+}
+
+/** Whether the names below the root match: no wildcard matches a dotfile (`dot: false`). */
+function matches(rule: SimpleRule, below: readonly string[]): boolean {
+  const { folder } = rule;
+  if (!folder.every((name, i) => below[i] === name)) return false;
+  const rest = below.slice(folder.length);
+  if (rest.some((name) => name.startsWith('.'))) return false;
+  return rule.below === 'any' || rest.length === 1;
+}
+
+/** The names of `path` below `root`, or null when it is not inside. */
+function namesBelow(path: string, root: string): string[] | null {
+  if (path === root) return [];
+  // The root may resolve to `/` (a link to it), which every path is below.
+  const prefix = root === '/' ? root : `${root}/`;
+  if (!path.startsWith(prefix)) return null;
+  return path.slice(prefix.length).split('/');
+}
+
+export type Expected =
+  | { outcome: 'allow'; path: string }
+  | { outcome: 'deny'; reason: 'path-not-in-allowlist' | 'mode-not-permitted'; path: string }
+  | { outcome: 'deny'; reason: 'resolve-failed' };
+
+/** The policy root `root` resolves to, or null when it cannot be (the policy must refuse it). */
+export function expectedRoot(root: string): string | null {
+  return unlessUnresolvable(() => composed(osResolve(root)));
+}
+
+/**
+ * What checkFs must answer for `value` with a policy of `rules` and
+ * `resolve: resolveSymlinks` whose root resolved to `realRoot`: the value
+ * is made NFC, absolute and lexically normal against that root (DESIGN.md
+ * steps 4–7), then resolved on disk.
+ */
+export function expectedCheck(
+  value: string,
+  realRoot: string,
+  rules: readonly SimpleRule[],
+  mode: FsAccessMode,
+): Expected {
+  const lexical = posix.resolve(realRoot, value.normalize('NFC'));
+  const path = unlessUnresolvable(() => composed(osResolve(lexical)));
+  if (path === null) return { outcome: 'deny', reason: 'resolve-failed' };
+  const below = namesBelow(path, realRoot);
+  const matching = below === null ? [] : rules.filter((rule) => matches(rule, below));
+  if (matching.some((rule) => mode === 'read' || rule.write)) return { outcome: 'allow', path };
+  const reason = matching.length > 0 ? 'mode-not-permitted' : 'path-not-in-allowlist';
+  return { outcome: 'deny', reason, path };
+}
+
+/**
+ * `path` when it is in NFC. The core normalizes the resolver's answer to
+ * NFC (step 8), which on disk names another file: it cannot be checked.
+ */
+function composed(path: string): string {
+  if (path.normalize('NFC') !== path) throw new Unresolvable(`not in NFC: ${path}`);
+  return path;
+}
+
+/** What `resolve` answers, or null when the path cannot be resolved. */
+function unlessUnresolvable(resolve: () => string): string | null {
+  try {
+    return resolve();
+  } catch (error) {
+    if (error instanceof Unresolvable) return null;
+    throw error;
+  }
+}

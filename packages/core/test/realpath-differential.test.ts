@@ -1,0 +1,73 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkFs, type FsAccessMode, PermissionPolicy, resolveSymlinks } from '../src/index.js';
+import { expectedCheck, expectedRoot, simpleRule } from './link-reference.js';
+import { buildTree, ROOTS, request, requestText, tree } from './link-tree.js';
+
+// checkFs with `resolve: resolveSymlinks` against the operating system, on
+// random trees of folders, files and links (relative, absolute, dangling,
+// loops, out of the root and back, through `..`, chains) and random request
+// paths into them: the decision, and the canonical path it reports, must be
+// the reference's (link-reference.ts).
+
+const RULE_SETS = [['./public/**', 'rw:./uploads/**'], ['./**'], ['rw:./a/*', './public/a/**']];
+const MODES: readonly FsAccessMode[] = ['read', 'write'];
+
+let base = '';
+
+beforeAll(() => {
+  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-link-diff-')));
+});
+
+afterAll(() => {
+  // rmSync removes links themselves and never follows them.
+  if (base !== '') fs.rmSync(base, { recursive: true, force: true });
+});
+
+/** checkFs's answer, cut to what the reference predicts. */
+function actualCheck(policy: PermissionPolicy, value: string, mode: FsAccessMode): unknown {
+  const result = checkFs(policy, value, mode);
+  if (result.outcome === 'allow') return { outcome: 'allow', path: result.path };
+  return result.reason === 'resolve-failed'
+    ? { outcome: 'deny', reason: result.reason }
+    : { outcome: 'deny', reason: result.reason, path: result.path };
+}
+
+describe('resolveSymlinks through checkFs, against the operating system', () => {
+  it('decides and reports every path of a random tree as the kernel resolves it', () => {
+    fc.assert(
+      fc.property(
+        tree,
+        fc.constantFrom(...ROOTS),
+        fc.constantFrom(...RULE_SETS),
+        fc.array(request, { minLength: 1, maxLength: 8 }),
+        (shape, rootName, fsRules, requests) => {
+          buildTree(base, shape);
+          const root = `${base}/${rootName}`;
+          const realRoot = expectedRoot(root);
+          const build = () =>
+            new PermissionPolicy({ root, permissions: { fs: fsRules }, resolve: resolveSymlinks });
+          // A root that cannot be resolved (a loop) is refused when the policy is built.
+          if (realRoot === null) return void expect(build).toThrow(TypeError);
+          const policy = build();
+          const rules = fsRules.map(simpleRule);
+          for (const sent of requests) {
+            const value = requestText(base, sent);
+            for (const mode of MODES) {
+              const want = expectedCheck(value, realRoot, rules, mode);
+              expect({ value, mode, got: actualCheck(policy, value, mode) }).toEqual({
+                value,
+                mode,
+                got: want,
+              });
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  }, 30_000);
+});
