@@ -80,7 +80,7 @@ function matches(rule: SimpleRule, below: readonly string[]): boolean {
 }
 
 /** The names of `path` below `root`, or null when it is not inside. */
-function namesBelow(path: string, root: string): string[] | null {
+export function namesBelow(path: string, root: string): string[] | null {
   if (path === root) return [];
   // The root may resolve to `/` (a link to it), which every path is below.
   const prefix = root === '/' ? root : `${root}/`;

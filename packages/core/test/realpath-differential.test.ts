@@ -3,15 +3,21 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkFs, type FsAccessMode, PermissionPolicy, resolveSymlinks } from '../src/index.js';
-import { expectedCheck, expectedRoot, simpleRule } from './link-reference.js';
+import {
+  checkFs,
+  type FsAccessMode,
+  isInside,
+  PermissionPolicy,
+  resolveSymlinks,
+} from '../src/index.js';
+import { expectedCheck, expectedRoot, namesBelow, simpleRule } from './link-reference.js';
 import { buildTree, ROOTS, request, requestText, tree } from './link-tree.js';
 
 // checkFs with `resolve: resolveSymlinks` against the operating system, on
 // random trees of folders, files and links (relative, absolute, dangling,
 // loops, out of the root and back, through `..`, chains) and random request
 // paths into them: the decision, and the canonical path it reports, must be
-// the reference's (link-reference.ts).
+// the reference's (link-reference.ts), and so must `isInside`'s answer.
 
 const RULE_SETS = [['./public/**', 'rw:./uploads/**'], ['./**'], ['rw:./a/*', './public/a/**']];
 const MODES: readonly FsAccessMode[] = ['read', 'write'];
@@ -56,6 +62,13 @@ describe('resolveSymlinks through checkFs, against the operating system', () => 
           const rules = fsRules.map(simpleRule);
           for (const sent of requests) {
             const value = requestText(base, sent);
+            // The predicates resolve the root and the value the same way.
+            const want = expectedCheck(value, realRoot, rules, 'read');
+            const inside = 'path' in want && namesBelow(want.path, realRoot) !== null;
+            expect({ value, inside: isInside(value, root, { resolve: resolveSymlinks }) }).toEqual({
+              value,
+              inside,
+            });
             for (const mode of MODES) {
               const want = expectedCheck(value, realRoot, rules, mode);
               expect({ value, mode, got: actualCheck(policy, value, mode) }).toEqual({
