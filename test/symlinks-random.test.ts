@@ -1,17 +1,8 @@
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type FsAccessMode, PermissionPolicy, resolveSymlinks } from '@pathgate/core';
+import type { FsAccessMode } from '@pathgate/core';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  type Expected,
-  expectedCheck,
-  expectedRoot,
-  osResolve,
-  simpleRule,
-} from '../packages/core/test/link-reference.js';
-import { buildTree, request, requestText, tree } from '../packages/core/test/link-tree.js';
+import { type Expected, osResolve } from '../packages/core/test/link-reference.js';
+import { linkCase, linkSandbox } from '../packages/core/test/link-sandbox.js';
 import {
   FRAMEWORKS,
   MULTIPART_TYPE,
@@ -29,16 +20,10 @@ import {
 // handler runs only with a path that has no link left in it, so that where
 // it opens is where the rules were checked.
 
-const base = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-links-random-')));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-
 // The sandbox root is a link (`alias` -> `root`), resolved once, here.
-buildTree(base, { dirs: [], entries: [] });
-const RULES = ['./public/**', 'rw:./uploads/**'];
-const root = join(base, 'alias');
-const policy = new PermissionPolicy({ root, permissions: { fs: RULES }, resolve: resolveSymlinks });
-const realRoot = expectedRoot(root) as string;
-const rules = RULES.map(simpleRule);
+const sandbox = linkSandbox('pathgate-links-random-');
+afterAll(() => sandbox.remove());
+const { realRoot } = sandbox;
 
 /** What the guard answers for a value, as the reference decides, and where the handler gets it. */
 interface Way {
@@ -55,7 +40,7 @@ const pathgateOf = (answer: unknown) =>
 const jsonWay = (mode: FsAccessMode): Way => ({
   route: { method: 'POST', url: `/${mode}`, mode, paths: [{ body: 'path' }] },
   body: (value) => ({ method: 'POST', path: `/${mode}`, json: JSON.stringify({ path: value }) }),
-  expected: (value) => expectedCheck(value, realRoot, rules, mode),
+  expected: (value) => sandbox.expected(value, mode),
   handed: (answer) => pathgateOf(answer).body.path,
 });
 
@@ -74,7 +59,7 @@ const uploadWay: Way = {
     body: multipartBody([`name="f"; filename="${Buffer.from(value).toString('latin1')}"`]),
   }),
   expected: (value) => {
-    const want = expectedCheck(`${realRoot}/uploads/${value}`, realRoot, rules, 'write');
+    const want = sandbox.expected(`${realRoot}/uploads/${value}`, 'write');
     // A name that is a folder (`x/`, `x/..`, the folder `uploads` itself) is no file's name.
     const name = value.slice(value.lastIndexOf('/') + 1);
     if (want.outcome !== 'allow') return want;
@@ -86,45 +71,40 @@ const uploadWay: Way = {
 
 const WAYS = [jsonWay('read'), jsonWay('write'), uploadWay];
 const watched = watchApps(
-  policy,
+  sandbox.policy,
   WAYS.map((way) => way.route),
 );
 
 describe.each(FRAMEWORKS)('%s with resolveSymlinks on random trees', (framework) => {
   it('hands a handler only a link-free path that the rules allow', async () => {
     await fc.assert(
-      fc.asyncProperty(
-        tree,
-        fc.array(request, { minLength: 1, maxLength: 3 }),
-        async (shape, sent) => {
-          buildTree(base, shape);
-          for (const way of WAYS) {
-            // An empty value is a missing one to the guard (`missing-path`): `.` names the root.
-            for (const value of sent.map((one) => requestText(base, one) || '.')) {
-              const want = way.expected(value);
-              const calls = watched.calls[framework];
-              const got = await send(watched.apps[framework].port, way.body(value));
-              const url = way.route.url;
-              if (want.outcome === 'deny') {
-                expect({ value, url, status: got.status, body: got.body }).toMatchObject({
-                  status: 403,
-                  body: { reason: want.reason },
-                });
-                expect(watched.calls[framework]).toBe(calls);
-                continue;
-              }
-              const handed = way.handed(got.body);
-              // Where the handler opens: the kernel must find no link left to follow.
-              expect({ value, url, handed, real: osResolve(handed) }).toEqual({
-                value,
-                url,
-                handed: want.path,
-                real: want.path,
+      fc.asyncProperty(linkCase, async ([shape, sent]) => {
+        const values = sandbox.build(shape, sent);
+        for (const way of WAYS) {
+          for (const value of values) {
+            const want = way.expected(value);
+            const calls = watched.calls[framework];
+            const got = await send(watched.apps[framework].port, way.body(value));
+            const url = way.route.url;
+            if (want.outcome === 'deny') {
+              expect({ value, url, status: got.status, body: got.body }).toMatchObject({
+                status: 403,
+                body: { reason: want.reason },
               });
+              expect(watched.calls[framework]).toBe(calls);
+              continue;
             }
+            const handed = way.handed(got.body);
+            // Where the handler opens: the kernel must find no link left to follow.
+            expect({ value, url, handed, real: osResolve(handed) }).toEqual({
+              value,
+              url,
+              handed: want.path,
+              real: want.path,
+            });
           }
-        },
-      ),
+        }
+      }),
       { numRuns: 25 },
     );
   }, 30_000);
