@@ -102,6 +102,13 @@ const STEPS: readonly (readonly [string, Sent, Expected])[] = [
     failed(409, 'Conflict', 'a parent is not a folder'),
   ],
   [
+    // A name too long is refused before the walk, as the Express storage does,
+    // not met as a parent that is a file on the way.
+    'refuses a name too long below a file',
+    postFiles('/api/upload', ['file', `hello.txt/${'n'.repeat(256)}`, 'x']),
+    failed(400, 'Bad Request', 'name too long'),
+  ],
+  [
     'refuses an upload named ../../pathgate-escape.txt',
     postFiles('/api/upload', ['file', '../../pathgate-escape.txt', 'evil']),
     denied('path-not-in-allowlist', 'file file'),

@@ -445,6 +445,20 @@ async function removeIn(path: string, root: RealRoot): Promise<void> {
 /** An upload's byte stream; busboy sets `truncated` when the size limit cut it short. */
 export type UploadStream = Readable & { truncated?: boolean };
 
+/** The longest name the usual Linux file systems take, in bytes (the Express storage's limit too). */
+const NAME_MAX = 255;
+
+/**
+ * Refuses an upload's target holding a name over NAME_MAX bytes before its
+ * walk, as the Express example's storage does: met on the way, a parent
+ * that is a file answered first (409), and the two examples differed.
+ */
+function refuseLongNames(target: string): void {
+  if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+    throw new FileApiError(400, 'name too long');
+  }
+}
+
 /** How many times a move or an upload makes its folders while a folder on the way keeps going. */
 const CREATE_ATTEMPTS = 4;
 
@@ -493,11 +507,15 @@ export class Uploads {
    * target's folder, opened once its folders are made and confirmed the one
    * checked (`inOpenedFolder`): no file is created, written or named through
    * a folder swapped for a link since. The folders are made again while one
-   * on the way is gone (`againIfGone`). Answers the size written. On
-   * failure, call `discard`.
+   * on the way is gone (`againIfGone`). A name too long is refused before
+   * any (`refuseLongNames`). Answers the size written. On failure, call
+   * `discard`.
    */
   save(file: UploadStream, target: string): Promise<number> {
-    const attempts = () => againIfGone(() => this.attempt(file, target)).catch(walkError);
+    const attempts = async () => {
+      refuseLongNames(target);
+      return againIfGone(() => this.attempt(file, target)).catch(walkError);
+    };
     return blaming([target], this.root, attempts);
   }
 
