@@ -1,0 +1,108 @@
+// Both example servers for the stateful test (examples-model.test.ts), each
+// over a sandbox three folders deep in a temp folder of its own, so that a
+// name climbing out of the sandbox lands where the test can look; each
+// request sent to both, the sandboxes seeded afresh for every run.
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Started } from '../examples/shared/run.js';
+import { seedSandbox } from '../examples/shared/sandbox.js';
+import { EXAMPLES, type Got, type Sent, send } from './examples.js';
+import type { Tree } from './examples-model.js';
+
+/** The sandbox's place in its temp folder: `..` up to three times stays in that folder. */
+const NESTED = ['up', 'upper', 'sandbox'];
+
+interface Server {
+  name: string;
+  outer: string;
+  root: string;
+  port: number;
+  started: Started;
+}
+
+/**
+ * The files (with their text) and folders below `dir`, by their path from
+ * it; anything else (a link) as a file named `<path> (not a file)`. `skip`:
+ * a folder listed, not walked into.
+ */
+export function scan(dir: string, skip?: string): Tree {
+  const tree: Tree = { files: new Map(), dirs: new Set() };
+  const walk = (at: string) => {
+    for (const name of readdirSync(join(dir, at))) {
+      const path = at === '' ? name : `${at}/${name}`;
+      const full = join(dir, path);
+      const info = lstatSync(full);
+      if (info.isFile()) tree.files.set(path, readFileSync(full, 'utf8'));
+      else if (!info.isDirectory()) tree.files.set(`${path} (not a file)`, '');
+      else {
+        tree.dirs.add(path);
+        if (full !== skip) walk(path);
+      }
+    }
+  };
+  walk('');
+  return tree;
+}
+
+export class ServedPair {
+  private servers: Server[] = [];
+
+  /** Starts both examples, each on its own seeded sandbox. */
+  async start(): Promise<void> {
+    for (const example of EXAMPLES) {
+      const outer = mkdtempSync(join(tmpdir(), 'pathgate-model-'));
+      const root = join(outer, ...NESTED);
+      try {
+        mkdirSync(root, { recursive: true });
+        seedSandbox(root);
+        const started = await example.listen(root, 0);
+        const port = Number(new URL(started.url).port);
+        this.servers.push({ name: example.name, outer, root, port, started });
+      } catch (error) {
+        rmSync(outer, { recursive: true, force: true });
+        throw error;
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers.splice(0)) {
+      await server.started.close();
+      rmSync(server.outer, { recursive: true, force: true });
+    }
+  }
+
+  /** Empties both sandboxes and seeds them again; answers what they hold. */
+  reseed(): Tree {
+    for (const { root } of this.servers) {
+      for (const name of readdirSync(root)) rmSync(join(root, name), { recursive: true });
+      seedSandbox(root);
+    }
+    const [first] = this.servers;
+    if (first === undefined) throw new Error('the servers start in beforeAll');
+    return scan(first.root);
+  }
+
+  /** Sends `sent` to both servers; answers theirs, by example name. */
+  async send(sent: Sent): Promise<{ name: string; got: Got }[]> {
+    return Promise.all(
+      this.servers.map(async ({ name, port }) => ({ name, got: await send(port, sent) })),
+    );
+  }
+
+  /** What each sandbox holds, and what its temp folder holds beside it. */
+  sandboxes(): { name: string; tree: Tree; around: Tree }[] {
+    return this.servers.map(({ name, outer, root }) => ({
+      name,
+      tree: scan(root),
+      around: scan(outer, root),
+    }));
+  }
+}
+
+/** What a temp folder holds beside its sandbox: the folders down to it, nothing else. */
+export const NOTHING_AROUND: Tree = {
+  files: new Map(),
+  dirs: new Set(NESTED.map((_, i) => NESTED.slice(0, i + 1).join('/'))),
+};

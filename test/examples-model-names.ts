@@ -1,0 +1,115 @@
+// The names the stateful test of the examples sends (examples-model.test.ts):
+// a few ordinary ones, so that commands meet each other's files, and hostile
+// ones, and the ways each travels in a URL.
+import fc from 'fast-check';
+
+/**
+ * A small pool, so that commands meet each other's files: one name in NFC
+ * and NFD, a literal `%2e%2e`, a backslash, an upper-case extension, `d`
+ * both a file's and a folder's name, and `hello.txt`, seeded in uploads/.
+ */
+const COMMON = [
+  'a.txt',
+  'b',
+  'café.txt',
+  'cafe\u0301.txt',
+  'X.MD',
+  'hello.txt',
+  '%2e%2e',
+  'a\\b',
+  'd',
+];
+/** Fewer still, for the names most commands use: each run meets its own files often. */
+const FEW = ['a.txt', 'hello.txt', 'café.txt', 'cafe\u0301.txt', 'd'];
+/** Segments that climb, vanish, hide, or name the sandbox's own folders and secret. */
+const HOSTILE = ['..', '.', '', '.env', '.upload-x.part', 'secret.txt', 'uploads', 'public'];
+/** A segment over NAME_MAX (255 bytes). */
+const LONG = 'n'.repeat(256);
+
+const segments = (pool: readonly string[], minLength: number, maxLength: number) =>
+  fc.array(fc.constantFrom(...pool), { minLength, maxLength });
+
+/** Hostile paths: a prefix that climbs or doubles a slash, then any segments. */
+const hostile = (prefixes: readonly string[]) =>
+  fc
+    .tuple(fc.constantFrom(...prefixes), segments([...COMMON, ...HOSTILE], 0, 4))
+    .map(([prefix, rest]) => prefix + rest.join('/'));
+
+/** A chain of 4 to 8 folders and a file: many folders made by one request. */
+const deep = (prefix: string) =>
+  segments(['d', 'e'], 4, 8).map((rest) => `${prefix}${[...rest, 'f.txt'].join('/')}`);
+
+/** A name over 255 bytes, alone or below folders (often new ones), a file's or a folder's. */
+const long = (prefix: string) =>
+  fc
+    .tuple(segments(COMMON, 0, 1), fc.constantFrom([], ['new'], ['new', 'd']), fc.boolean())
+    .map(
+      ([above, made, below]) =>
+        prefix + [...above, ...made, LONG, ...(below ? ['f'] : [])].join('/'),
+    );
+
+/** A name holding a NUL, in its last segment. */
+const withNul = (prefix: string) =>
+  segments(FEW, 0, 2).map((rest) => `${prefix}${[...rest, 'a\0b'].join('/')}`);
+
+/** A path from the sandbox root, as a URL or a JSON field names it. */
+export const rootName = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(...FEW).map((name) => `uploads/${name}`) },
+  { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => `uploads/${rest.join('/')}`) },
+  { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => `uploads/${rest.join('/')}`) },
+  {
+    weight: 1,
+    arbitrary: segments([...COMMON, 'docs', 'readme.txt'], 0, 2).map((rest) =>
+      ['public', ...rest].join('/'),
+    ),
+  },
+  {
+    weight: 3,
+    arbitrary: hostile(['', '/', '../', '../../', 'uploads/../', './uploads/', 'uploads//']),
+  },
+  { weight: 1, arbitrary: deep('uploads/') },
+  { weight: 2, arbitrary: long('uploads/') },
+  { weight: 1, arbitrary: withNul('uploads/') },
+);
+
+/** A move's source: often a name the run stored, else any. */
+export const sourceName = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(...FEW).map((name) => `uploads/${name}`) },
+  { weight: 1, arbitrary: rootName },
+);
+
+/** An upload's filename: a name inside uploads/. */
+export const uploadName = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(...FEW) },
+  { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => rest.join('/')) },
+  { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => rest.join('/')) },
+  {
+    weight: 3,
+    arbitrary: hostile(['', '/', '../', '../../', '../public/', '../uploads/', 'x/../']),
+  },
+  { weight: 1, arbitrary: deep('') },
+  { weight: 1, arbitrary: long('') },
+  { weight: 1, arbitrary: withNul('') },
+);
+
+/** A name as a command's label shows it: the long one shortened. */
+export const shown = (name: string) => JSON.stringify(name).replace(LONG, 'n×256');
+
+/** How a name travels in a URL: each segment escaped, or also its slashes or its dots. */
+export type Escaping = 'segments' | 'slashes' | 'dots';
+
+export const escaping = fc.constantFrom<Escaping>('segments', 'slashes', 'dots');
+
+/** `name` escaped for a URL's path (`/files/<name>`). */
+export function inPath(name: string, how: Escaping): string {
+  const escaped = name.split('/').map((segment) => encodeURIComponent(segment));
+  if (how === 'dots') return escaped.map((segment) => segment.replaceAll('.', '%2e')).join('/');
+  return escaped.join(how === 'slashes' ? '%2F' : '/');
+}
+
+/** `name` escaped for a query value: its slashes kept, or escaped, or its dots too. */
+export function inQuery(name: string, how: Escaping): string {
+  const escaped = encodeURIComponent(name);
+  if (how === 'dots') return escaped.replaceAll('.', '%2E');
+  return how === 'slashes' ? escaped : escaped.replaceAll('%2F', '/');
+}
