@@ -41,6 +41,18 @@ function withField(name: string, field: string, value: string, at: number): Sent
   };
 }
 
+/** Names of 200 bytes at most that, below `base`, make a path of `length` bytes. */
+function padded(base: string, length: number): string {
+  const names: string[] = [];
+  for (let left = length - Buffer.byteLength(base); left > 0; ) {
+    // Never leave a single byte: a name needs one besides its slash.
+    const size = left > 201 ? (left === 202 ? 199 : 200) : left - 1;
+    names.push('p'.repeat(size));
+    left -= size + 1;
+  }
+  return names.join('/');
+}
+
 const upload = (...names: string[]) =>
   postFiles('/api/upload', ...names.map((name): [string, string, string] => ['file', name, 'x']));
 
@@ -114,6 +126,17 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
   it('a name too long below new folders: a 400, none of the folders made on the way left', async () => {
     const long = upload(`long/a/${'x'.repeat(300)}/file.bin`);
     expect(await sent(long, 'long')).toEqual({ status: 400, disk: [] });
+  });
+
+  it('a folder path over 4,043 bytes: a 400, as the Express storage answers, no folder left', async () => {
+    // The storage's temporary file (52 bytes with its slash) must fit in 4,095.
+    const fits = padded(join(app.root, 'uploads', 'path-fits'), 4043);
+    expect((await send(app.port, upload(`path-fits/${fits}/f.bin`))).status).toBe(201);
+    const below = padded(join(app.root, 'uploads', 'path-max'), 4044);
+    expect(await sent(upload(`path-max/${below}/f.bin`), 'path-max')).toEqual({
+      status: 400,
+      disk: [],
+    });
   });
 
   it('a folder that was there before stays', async () => {

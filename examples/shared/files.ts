@@ -449,12 +449,22 @@ export type UploadStream = Readable & { truncated?: boolean };
 const NAME_MAX = 255;
 
 /**
- * Refuses an upload's target holding a name over NAME_MAX bytes before its
- * walk, as the Express example's storage does: met on the way, a parent
- * that is a file answered first (409), and the two examples differed.
+ * The longest path of an upload's folder, in bytes: the Express storage's,
+ * whose temporary file (52 bytes with its slash) must fit in Linux's 4,095.
+ * This one names its temporary file through the open folder, with no such
+ * need; but the two examples answer alike.
+ */
+const FOLDER_MAX = 4095 - 52;
+
+/**
+ * Refuses an upload's target holding a name over NAME_MAX bytes, or whose
+ * folder's path is over FOLDER_MAX, before its walk, as the Express
+ * example's storage does: met on the way, a parent that is a file answered
+ * first (409), and a path the storage refuses was stored here.
  */
 function refuseLongNames(target: string): void {
-  if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+  const long = (name: string) => Buffer.byteLength(name) > NAME_MAX;
+  if (target.split('/').some(long) || Buffer.byteLength(dirname(target)) > FOLDER_MAX) {
     throw new FileApiError(400, 'name too long');
   }
 }
