@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { UPLOAD_OPTIONS } from '../examples/express-files/app.js';
 import { readMulterOptions } from '../packages/express-middleware/src/multer-options.js';
-import { begin, EXAMPLES, postFiles, type Sent, send } from './examples.js';
+import { begin, EXAMPLES, postFiles, postJson, type Sent, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
 
 // A cut or refused upload to a deep name leaves no folder of its own behind,
@@ -137,6 +137,16 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
       status: 400,
       disk: [],
     });
+  });
+
+  it('a file already there or a parent that is a file, the path of its folder over 4,043 bytes: a 409, as the Express storage answers', async () => {
+    // The storage finds the file there before it makes its temporary file.
+    const below = padded(join(app.root, 'uploads', 'path-taken'), 4044);
+    const move = { from: 'uploads/hello.txt', to: `uploads/path-taken/${below}/f.bin` };
+    expect((await send(app.port, postJson('/api/move', JSON.stringify(move)))).status).toBe(200);
+    expect((await send(app.port, upload(`path-taken/${below}/f.bin`))).status).toBe(409);
+    // And its walk meets a parent that is a file first.
+    expect((await send(app.port, upload(`path-taken/${below}/f.bin/g.bin`))).status).toBe(409);
   });
 
   it('a folder that was there before stays', async () => {

@@ -449,6 +449,17 @@ export type UploadStream = Readable & { truncated?: boolean };
 const NAME_MAX = 255;
 
 /**
+ * Refuses an upload's target holding a name over NAME_MAX bytes before its
+ * walk, as the Express example's storage does: met on the way, a parent
+ * that is a file answered first (409), and the two examples differed.
+ */
+function refuseLongNames(target: string): void {
+  if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+    throw new FileApiError(400, 'name too long');
+  }
+}
+
+/**
  * The longest path of an upload's folder, in bytes: the Express storage's,
  * whose temporary file (52 bytes with its slash) must fit in Linux's 4,095.
  * This one names its temporary file through the open folder, with no such
@@ -457,16 +468,21 @@ const NAME_MAX = 255;
 const FOLDER_MAX = 4095 - 52;
 
 /**
- * Refuses an upload's target holding a name over NAME_MAX bytes, or whose
- * folder's path is over FOLDER_MAX, before its walk, as the Express
- * example's storage does: met on the way, a parent that is a file answered
- * first (409), and a path the storage refuses was stored here.
+ * What the Express storage refuses once its walk is done, before its
+ * temporary file is made: a target already there (409, before a byte is
+ * read; the link refuses one stored since), then a folder too long for
+ * that file (`FOLDER_MAX`).
  */
-function refuseLongNames(target: string): void {
-  const long = (name: string) => Buffer.byteLength(name) > NAME_MAX;
-  if (target.split('/').some(long) || Buffer.byteLength(dirname(target)) > FOLDER_MAX) {
-    throw new FileApiError(400, 'name too long');
-  }
+async function refuseAsStorage(entry: string, target: string): Promise<void> {
+  const there = await lstat(entry).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return false;
+      throw error;
+    },
+  );
+  if (there) throw new FileApiError(409, 'already exists');
+  if (Buffer.byteLength(dirname(target)) > FOLDER_MAX) throw new FileApiError(400, 'name too long');
 }
 
 /** How many times a move or an upload makes its folders while a folder on the way keeps going. */
@@ -536,17 +552,19 @@ export class Uploads {
   }
 
   /**
-   * Creates the temporary file in the open folder (`entry`), writes `file`
-   * into it and links it to `target`'s name there. Only the create fails as
-   * the fs does (ENOENT: the folder was removed before it); once `file` is
-   * being read, every error is the client's answer (`clientError`), never a
-   * walk again.
+   * Creates the temporary file in the open folder (`entry`), once no file
+   * is at the target and its folder leaves room (`refuseAsStorage`), writes
+   * `file` into it and links it to `target`'s name there. Only the create
+   * fails as the fs does (ENOENT: the folder was removed before it); once
+   * `file` is being read, every error is the client's answer
+   * (`clientError`), never a walk again.
    */
   private async storeIn(
     entry: (name: string) => string,
     file: UploadStream,
     target: string,
   ): Promise<number> {
+    await refuseAsStorage(entry(basename(target)), target);
     const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
     const temp = entry(`.upload-${randomUUID()}.part`);
     const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
