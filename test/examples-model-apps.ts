@@ -13,6 +13,9 @@ import type { Tree } from './examples-model.js';
 /** The sandbox's place in its temp folder: `..` up to three times stays in that folder. */
 const NESTED = ['up', 'upper', 'sandbox'];
 
+/** The length of each sandbox's path, in bytes: mkdtemp adds six characters to its prefix. */
+export const SANDBOX_BYTES = Buffer.byteLength(join(tmpdir(), 'pathgate-model-XXXXXX', ...NESTED));
+
 interface Server {
   name: string;
   outer: string;
@@ -53,6 +56,8 @@ export class ServedPair {
     for (const example of EXAMPLES) {
       const outer = mkdtempSync(join(tmpdir(), 'pathgate-model-'));
       const root = join(outer, ...NESTED);
+      if (Buffer.byteLength(root) !== SANDBOX_BYTES)
+        throw new Error(`not ${SANDBOX_BYTES} bytes: ${root}`);
       try {
         mkdirSync(root, { recursive: true });
         seedSandbox(root);

@@ -2,6 +2,7 @@
 // a few ordinary ones, so that commands meet each other's files, and hostile
 // ones, and the ways each travels in a URL.
 import fc from 'fast-check';
+import { SANDBOX_BYTES } from './examples-model-apps.js';
 
 /**
  * A small pool, so that commands meet each other's files: one name in NFC
@@ -48,6 +49,25 @@ const long = (prefix: string) =>
         prefix + [...above, ...made, LONG, ...(below ? ['f'] : [])].join('/'),
     );
 
+/** Linux's longest path, in bytes, and the Express storage's longest folder for an upload. */
+const PATH_MAX = 4095;
+const FOLDER_MAX = PATH_MAX - 52;
+const PAD = 'p'.repeat(200);
+
+/**
+ * A file named in a folder below uploads/ whose path (the sandbox's
+ * included) is just within or just over the longest an upload's folder or
+ * any path may be.
+ */
+const nearPathMax = (prefix: string) =>
+  fc.constantFrom(FOLDER_MAX, FOLDER_MAX + 1, PATH_MAX - 2, PATH_MAX - 1).map((bytes) => {
+    const names: string[] = [];
+    // What the names below uploads/ take, each with its slash: the last one 1 to 201 bytes.
+    let left = bytes - SANDBOX_BYTES - '/uploads'.length;
+    for (; left > PAD.length + 2; left -= PAD.length + 1) names.push(PAD);
+    return `${prefix}${[...names, 'q'.repeat(left - 1), 'f'].join('/')}`;
+  });
+
 /** A name holding a NUL, in its last segment. */
 const withNul = (prefix: string) =>
   segments(FEW, 0, 2).map((rest) => `${prefix}${[...rest, 'a\0b'].join('/')}`);
@@ -69,6 +89,7 @@ export const rootName = fc.oneof(
   },
   { weight: 1, arbitrary: deep('uploads/') },
   { weight: 2, arbitrary: long('uploads/') },
+  { weight: 1, arbitrary: nearPathMax('uploads/') },
   { weight: 1, arbitrary: withNul('uploads/') },
 );
 
@@ -89,11 +110,13 @@ export const uploadName = fc.oneof(
   },
   { weight: 1, arbitrary: deep('') },
   { weight: 1, arbitrary: long('') },
+  { weight: 1, arbitrary: nearPathMax('') },
   { weight: 1, arbitrary: withNul('') },
 );
 
-/** A name as a command's label shows it: the long one shortened. */
-export const shown = (name: string) => JSON.stringify(name).replace(LONG, 'n×256');
+/** A name as a command's label shows it: a run of 20 or more of a character shortened (`n×256`). */
+export const shown = (name: string) =>
+  JSON.stringify(name).replace(/(.)\1{19,}/g, (run, char) => `${char}×${run.length}`);
 
 /** How a name travels in a URL: each segment escaped, or also its slashes or its dots. */
 export type Escaping = 'segments' | 'slashes' | 'dots';

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxModel } from './examples-model.js';
-import { NOTHING_AROUND, ServedPair } from './examples-model-apps.js';
+import { NOTHING_AROUND, SANDBOX_BYTES, ServedPair } from './examples-model-apps.js';
 import { COMMANDS, reached } from './examples-model-commands.js';
 
 // Stateful, model-based: fast-check runs sequences of list, download, delete,
 // move and upload commands, with ordinary and hostile names (climbing, encoded
 // dots and slashes, NUL, NFC and NFD forms of one name, dotfiles, names equal
-// once canonical, deep folders, names over 255 bytes), against both example
+// once canonical, deep folders, names over 255 bytes, paths near 4,095), against both example
 // servers at once. Each answer must be the one the model of the sandbox
 // gives (status, body, reason), and the same from both but where the
 // READMEs say they differ (a raw NUL in an upload's filename). After each
@@ -54,7 +54,7 @@ describe('both examples, driven through one model of their sandbox', () => {
       fc.asyncProperty(
         fc.commands(COMMANDS, { maxCommands: 30, size: 'medium' }),
         async (commands) => {
-          const model = new SandboxModel(pair.reseed());
+          const model = new SandboxModel(pair.reseed(), SANDBOX_BYTES);
           await fc.asyncModelRun(() => ({ model, real: pair }), commands);
           for (const { name, tree, around } of pair.sandboxes()) {
             expect(tree, `${name}: the sandbox`).toEqual({ files: model.files, dirs: model.dirs });

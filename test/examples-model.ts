@@ -28,6 +28,9 @@ type Found = { ok: true; path: string } | { ok: false; answer: Observed };
 const READABLE = new Set(['public', 'uploads']);
 const WRITABLE = new Set(['uploads']);
 const NAME_MAX = 255;
+/** Linux's longest path, in bytes; an upload's folder leaves room for the Express storage's temporary file. */
+const PATH_MAX = 4095;
+const FOLDER_MAX = PATH_MAX - 52;
 const TEXT = new Set(['.txt', '.md', '.csv', '.json', '.log']);
 
 const json = (status: number, body: unknown): Observed => ({
@@ -63,9 +66,18 @@ export class SandboxModel {
   readonly files: Map<string, string>;
   readonly dirs: Set<string>;
 
-  constructor(tree: Tree) {
+  /** `tree`: what the sandbox holds; `rootBytes`: the length of its path. */
+  constructor(
+    tree: Tree,
+    private readonly rootBytes: number,
+  ) {
     this.files = new Map(tree.files);
     this.dirs = new Set(tree.dirs);
+  }
+
+  /** The length of `rel`'s path, the sandbox's included, in bytes. */
+  private bytes(rel: readonly string[]): number {
+    return this.rootBytes + rel.reduce((sum, name) => sum + 1 + Buffer.byteLength(name), 0);
   }
 
   /** What `rel` is: below a file or a missing folder nothing is. */
@@ -76,10 +88,12 @@ export class SandboxModel {
   }
 
   /**
-   * resolveSymlinks walks down with lstat while each folder is there: a name
-   * over 255 bytes in a folder that is there fails (ENAMETOOLONG).
+   * resolveSymlinks refuses a path over PATH_MAX, then walks down with lstat
+   * while each folder is there: a name over 255 bytes in a folder that is
+   * there fails (ENAMETOOLONG).
    */
   private resolveFails(rel: readonly string[]): boolean {
+    if (this.bytes(rel) > PATH_MAX) return true;
     for (const [i, segment] of rel.entries()) {
       if (this.kind(rel.slice(0, i)) !== 'dir') return false;
       if (tooLong(segment)) return true;
@@ -205,6 +219,8 @@ export class SandboxModel {
     if (verdict.rel.some(tooLong)) return failed(400, 'name too long');
     const placed = this.place(verdict.rel);
     if (!placed.ok) return placed.answer;
+    // The Express storage's temporary file must fit beside the target: nothing made is kept.
+    if (this.bytes(verdict.rel.slice(0, -1)) > FOLDER_MAX) return failed(400, 'name too long');
     this.store(verdict.rel, text, placed.made);
     return json(201, { uploaded: verdict.rel.join('/'), size: Buffer.byteLength(text) });
   }
