@@ -72,11 +72,20 @@ const nearPathMax = (prefix: string) =>
 const withNul = (prefix: string) =>
   segments(FEW, 0, 2).map((rest) => `${prefix}${[...rest, 'a\0b'].join('/')}`);
 
+/** Names inside uploads/, each after `prefix`: ordinary, deep, long, near PATH_MAX, with a NUL. */
+const inUploads = (prefix: string) => [
+  { weight: 4, arbitrary: fc.constantFrom(...FEW).map((name) => prefix + name) },
+  { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => prefix + rest.join('/')) },
+  { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => prefix + rest.join('/')) },
+  { weight: 1, arbitrary: deep(prefix) },
+  { weight: 2, arbitrary: long(prefix) },
+  { weight: 1, arbitrary: nearPathMax(prefix) },
+  { weight: 1, arbitrary: withNul(prefix) },
+];
+
 /** A path from the sandbox root, as a URL or a JSON field names it. */
 export const rootName = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(...FEW).map((name) => `uploads/${name}`) },
-  { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => `uploads/${rest.join('/')}`) },
-  { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => `uploads/${rest.join('/')}`) },
+  ...inUploads('uploads/'),
   {
     weight: 1,
     arbitrary: segments([...COMMON, 'docs', 'readme.txt'], 0, 2).map((rest) =>
@@ -87,10 +96,6 @@ export const rootName = fc.oneof(
     weight: 3,
     arbitrary: hostile(['', '/', '../', '../../', 'uploads/../', './uploads/', 'uploads//']),
   },
-  { weight: 1, arbitrary: deep('uploads/') },
-  { weight: 2, arbitrary: long('uploads/') },
-  { weight: 1, arbitrary: nearPathMax('uploads/') },
-  { weight: 1, arbitrary: withNul('uploads/') },
 );
 
 /** A move's source: often a name the run stored, else any. */
@@ -100,19 +105,10 @@ export const sourceName = fc.oneof(
 );
 
 /** An upload's filename: a name inside uploads/. */
-export const uploadName = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(...FEW) },
-  { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => rest.join('/')) },
-  { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => rest.join('/')) },
-  {
-    weight: 3,
-    arbitrary: hostile(['', '/', '../', '../../', '../public/', '../uploads/', 'x/../']),
-  },
-  { weight: 1, arbitrary: deep('') },
-  { weight: 1, arbitrary: long('') },
-  { weight: 1, arbitrary: nearPathMax('') },
-  { weight: 1, arbitrary: withNul('') },
-);
+export const uploadName = fc.oneof(...inUploads(''), {
+  weight: 3,
+  arbitrary: hostile(['', '/', '../', '../../', '../public/', '../uploads/', 'x/../']),
+});
 
 /** A name as a command's label shows it: a run of 20 or more of a character shortened (`n×256`). */
 export const shown = (name: string) =>
