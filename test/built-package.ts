@@ -50,7 +50,8 @@ export function installBuilt(name: string, dir: string, probe: string): Installe
     join(tmp, 'esm.mjs'),
     report(
       `const mod = await import('${name}');`,
-      `new URL(import.meta.resolve('${name}')).pathname`,
+      // A path, not a URL's pathname, which spells a space `%20`.
+      `(await import('node:url')).fileURLToPath(import.meta.resolve('${name}'))`,
     ),
   );
   writeFileSync(
