@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -87,7 +88,8 @@ const withUploads = (root: string, app: Express) => {
 
 let outside: string;
 beforeAll(() => {
-  outside = mkdtempSync(join(tmpdir(), 'pathgate-outside-'));
+  // As /proc spells it: the temp dir's own path may go through a link.
+  outside = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-outside-')));
 });
 afterEach(() => {
   hideProc(false);
