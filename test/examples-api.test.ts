@@ -481,8 +481,9 @@ describe.each(EXAMPLES)('the $name example, a folder it may write in but not rea
 // (the root `npm run check` builds first).
 
 const ROOT_DIR = fileURLToPath(new URL('..', import.meta.url));
+// The sandbox runs to the line's end: its path may hold spaces (TMPDIR='/tmp/my tmp').
 const BANNER =
-  /pathgate example \((\w+)\) listening on (http:\/\/127\.0\.0\.1:\d+) — sandbox (\S+)/;
+  /pathgate example \((\w+)\) listening on (http:\/\/127\.0\.0\.1:\d+) — sandbox (.+)\n/;
 
 /**
  * Starts an example server as `npm run example` does. `fileBlocks`: run it
@@ -573,9 +574,10 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts stopped mid-download', (
   // busy: SIGTERM must still close it, not wait for a reader that never comes.
   it('exits promptly on SIGTERM and removes the sandbox', async () => {
     const { child, url, root } = await startChild(name);
-    writeFileSync(join(root, 'public', 'big.bin'), Buffer.alloc(32 * 1024 * 1024));
     const agent = new http.Agent({ keepAlive: true });
     try {
+      // Inside the try: should it throw, the server is still stopped.
+      writeFileSync(join(root, 'public', 'big.bin'), Buffer.alloc(32 * 1024 * 1024));
       const stalled = await new Promise<http.IncomingMessage>((resolve, reject) => {
         http.get(`${url}/files/public/big.bin`, { agent }, resolve).once('error', reject);
       });
