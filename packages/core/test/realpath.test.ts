@@ -150,6 +150,8 @@ describe('resolveSymlinks', () => {
     ['a link target that is not UTF-8', 'sandbox/not-utf8', 'EILSEQ'],
     // The core normalizes the answer to NFC, which names another file: here a link out.
     ['a link to a folder named in NFD', 'sandbox/to-nfd/passwd', 'EILSEQ'],
+    // The walk ends in the NFD folder itself: no missing name is appended.
+    ['a link to a folder named in NFD, the folder itself', 'sandbox/to-nfd', 'EILSEQ'],
     ['a dangling link to a name in NFD', 'sandbox/to-nfd-missing', 'EILSEQ'],
     ['a name longer than NAME_MAX', `sandbox/${'n'.repeat(300)}`, 'ENAMETOOLONG'],
     // No lstat ever sees the long part: the walk stops at `missing`, as it would append the rest.
