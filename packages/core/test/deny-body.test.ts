@@ -169,22 +169,28 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
   );
 
   it.each([
-    ['a Map', () => new Map([['reason', 'denied']])],
-    ['a Set', () => new Set(['denied'])],
-    ['a WeakMap', () => new WeakMap()],
-    ['a WeakSet', () => new WeakSet()],
-    ['a URLSearchParams', () => new URLSearchParams('reason=denied')],
-    ['a Headers', () => new Headers({ 'x-reason': 'denied' })],
-    ['a FormData', () => new FormData()],
-    ['a subclass of Map', () => new (class Reasons extends Map<string, number> {})([['a', 1]])],
-    ['a Map of another realm', () => runInNewContext('new Map([[1, 2]])')],
-  ] as [string, () => object][])(
-    '%s is no body (JSON writes it as {}): it goes to onFailed, saying to return a plain object',
-    (_name, make) => {
+    ['a Map', 'Map', () => new Map([['reason', 'denied']])],
+    ['a Set', 'Set', () => new Set(['denied'])],
+    ['a WeakMap', 'WeakMap', () => new WeakMap()],
+    ['a WeakSet', 'WeakSet', () => new WeakSet()],
+    ['a URLSearchParams', 'URLSearchParams', () => new URLSearchParams('reason=denied')],
+    ['a Headers', 'Headers', () => new Headers({ 'x-reason': 'denied' })],
+    ['a FormData', 'FormData', () => new FormData()],
+    [
+      'a subclass of Map',
+      'Map',
+      () => new (class Reasons extends Map<string, number> {})([['a', 1]]),
+    ],
+    ['a Map of another realm', 'Map', () => runInNewContext('new Map([[1, 2]])')],
+  ] as [string, string, () => object][])(
+    '%s is no body (JSON writes it as {}): it goes to onFailed, naming its kind, saying to return a plain object',
+    (_name, kind, make) => {
       const seen: unknown[] = [];
       expect(hookBody(make, (e) => seen.push(e))).toBeUndefined();
       expect(seen).toEqual([expect.any(TypeError)]);
-      expect((seen[0] as Error).message).toMatch(/collection .* return a plain object/);
+      expect((seen[0] as Error).message).toBe(
+        `a collection (${kind}) is no 403 body, JSON writes it as {}: return a plain object`,
+      );
     },
   );
 
