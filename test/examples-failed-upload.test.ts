@@ -128,6 +128,23 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     expect(await sent(long, 'long')).toEqual({ status: 400, disk: [] });
   });
 
+  it('names of 255 bytes, in letters of two bytes, are stored; one of 256 below a file is a 400, as the Express storage answers', async () => {
+    const [folder, file] = [`${'é'.repeat(127)}d`, `${'é'.repeat(125)}x.bin`];
+    expect(await sent(upload(`bytes/${folder}/${file}`), 'bytes')).toEqual({
+      status: 201,
+      disk: ['bytes/', `bytes/${folder}/`, `bytes/${folder}/${file}`],
+    });
+    // Refused before the walk, which would meet the file first (409).
+    const long = upload(`hello.txt/${'é'.repeat(128)}/f.bin`);
+    expect((await send(app.port, long)).status).toBe(400);
+  });
+
+  it('a file over the size limit to a name already there: a 409, the name checked before the body is read', async () => {
+    const big = postFiles('/api/upload', ['file', 'hello.txt', 'x'.repeat(11 << 20)]);
+    expect((await send(app.port, big)).status).toBe(409);
+    expect(readFileSync(join(app.root, 'uploads', 'hello.txt'), 'utf8')).toMatch(/^uploads/);
+  });
+
   it('a folder path over 4,043 bytes: a 400, as the Express storage answers, no folder left', async () => {
     // The storage's temporary file (52 bytes with its slash) must fit in 4,095.
     const fits = padded(join(app.root, 'uploads', 'path-fits'), 4043);
