@@ -8,16 +8,17 @@ import { join, relative } from 'node:path';
 /**
  * The sandbox root's real path, resolved once (the root may sit under a
  * linked /tmp): where the paths pathgate checks lie, as `resolveSymlinks`
- * resolves the root too. One not in NFC is refused: pathgate normalizes
- * the root to NFC, on Linux another folder (maybe a link out), where
- * pathgate would check, and the Express storage write, every path.
+ * resolves the root too. A root not in NFC, as given or as its real path,
+ * is refused: pathgate normalizes the root to NFC, on Linux another folder
+ * (maybe a link out), where pathgate would check, and the Express storage
+ * write, every path.
  */
 export class RealRoot {
   readonly path: string;
 
   constructor(root: string) {
     this.path = realpathSync(root);
-    if (this.path.normalize('NFC') !== this.path) {
+    if ([root, this.path].some((name) => name.normalize('NFC') !== name)) {
       throw new Error('the sandbox root is not in Unicode NFC, as pathgate reads it: rename it');
     }
   }
