@@ -40,7 +40,7 @@ const PATH_MAX = 4096;
  * more (code `ENAMETOOLONG`, the kernel's answer to any call with it: walking
  * a 1 MiB value of one-letter names took 0.3 s, even when the walk stopped at
  * its first); more than 40 links in one walk (a loop, a self-link: code
- * `ELOOP`); a link target that is not UTF-8; and every
+ * `ELOOP`); a link target that is not UTF-8, or an answer not in NFC; and every
  * file system error other than a missing component (EACCES, ENAMETOOLONG,
  * EIO, ...), so it fails closed.
  *
