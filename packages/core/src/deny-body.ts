@@ -82,9 +82,9 @@ function letGo(stream: unknown): void {
  * Bytes, a collection (`COLLECTION_TAGS`), a web `Response` or `Blob` (both
  * have `arrayBuffer()`) and a web `ReadableStream` are no body either: JSON
  * writes a Buffer as `{"type":"Buffer","data":[…]}`, the others as numbers
- * or `{}`. The
- * hook meant to send them; a web stream, or a Response's body, is let go
- * as `refuseStream` lets go of a Node one.
+ * or `{}`. The hook meant to send them (a collection, to write its
+ * entries); a web stream, or a Response's body, is let go as
+ * `refuseStream` lets go of a Node one.
  */
 function refuseNonJson(returned: object): void {
   const tag = Object.prototype.toString.call(returned);
