@@ -304,6 +304,7 @@ describe('an onDeny whose body JSON cannot write, or must not', () => {
     ['a web ReadableStream', () => new ReadableStream()],
     ['a Map, which JSON writes as {}', () => new Map([['reason', 'denied']])],
     ['a Headers, which JSON writes as {}', () => new Headers({ 'x-reason': 'denied' })],
+    ['an Error, which JSON writes as {}', () => new Error('denied')],
   ] as const)('%s: both log it and send the default 403, never the error', (_name, body) =>
     expectDefault403Logged(body),
   );

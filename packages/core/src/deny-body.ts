@@ -53,17 +53,6 @@ function destroyOpened(value: object): void {
 const BUFFER_TAGS = new Set(['[object ArrayBuffer]', '[object SharedArrayBuffer]']);
 
 /**
- * Built-in collections JSON writes as `{}` whatever they hold, by their tag
- * (it holds across realms and for subclasses): a hook that returns one
- * meant its entries. One with its own `toJSON` says how it is written.
- */
-const COLLECTION_TAGS = new Set(
-  ['Map', 'Set', 'WeakMap', 'WeakSet', 'URLSearchParams', 'Headers', 'FormData'].map(
-    (name) => `[object ${name}]`,
-  ),
-);
-
-/**
  * Lets go of a stream no one will read (a fetch's body holds its
  * connection): a web one is cancelled (a locked one is its reader's:
  * cancel() rejects, and is ignored), a Node one destroyed. Not as
@@ -79,21 +68,15 @@ function letGo(stream: unknown): void {
 }
 
 /**
- * Bytes, a collection (`COLLECTION_TAGS`), a web `Response` or `Blob` (both
- * have `arrayBuffer()`) and a web `ReadableStream` are no body either: JSON
- * writes a Buffer as `{"type":"Buffer","data":[…]}`, the others as numbers
- * or `{}`. The hook meant to send them (a collection, to write its
- * entries); a web stream, or a Response's body, is let go as
+ * Bytes, a web `Response` or `Blob` (both have `arrayBuffer()`) and a web
+ * `ReadableStream` are no body either: JSON writes a Buffer as
+ * `{"type":"Buffer","data":[…]}`, the others as numbers or `{}`. The hook
+ * meant to send them; a web stream, or a Response's body, is let go as
  * `refuseStream` lets go of a Node one.
  */
 function refuseNonJson(returned: object): void {
-  const tag = Object.prototype.toString.call(returned);
-  if (ArrayBuffer.isView(returned) || BUFFER_TAGS.has(tag))
+  if (ArrayBuffer.isView(returned) || BUFFER_TAGS.has(Object.prototype.toString.call(returned)))
     throw new TypeError('bytes are no 403 body: send them from onDeny yourself');
-  if (COLLECTION_TAGS.has(tag) && typeof (returned as { toJSON?: unknown }).toJSON !== 'function')
-    throw new TypeError(
-      `a collection (${tag.slice(8, -1)}) is no 403 body, JSON writes it as {}: return a plain object`,
-    );
   const web = returned as { getReader?: unknown; arrayBuffer?: unknown; body?: unknown };
   if (typeof web.getReader === 'function') {
     letGo(returned);
@@ -106,6 +89,23 @@ function refuseNonJson(returned: object): void {
 }
 
 /**
+ * An object JSON writes as `{}` that is not a plain object (of any realm:
+ * its prototype's prototype is null) carries nothing JSON sends: a `Map`,
+ * `Set`, `Headers` or `URLSearchParams` (their entries), an `Error` (its
+ * message), a class whose fields are private or getters. The hook meant
+ * what it holds; a plain `{}` is what it says.
+ */
+function refuseEmptyInstance(returned: object, json: string | undefined): void {
+  if (json !== '{}') return;
+  const prototype: unknown = Object.getPrototypeOf(returned);
+  if (prototype === null || Object.getPrototypeOf(prototype) === null) return;
+  const kind = Object.prototype.toString.call(returned).slice(8, -1);
+  throw new TypeError(
+    `an object JSON writes as {} (${kind}) is no 403 body: return a plain object`,
+  );
+}
+
+/**
  * Calls an `onDeny` hook and answers the 403 body it chose: the object it
  * returned, or undefined for the default body. A promise is no body: an
  * async hook settles after the reply is decided. A throw, or a rejection,
@@ -115,7 +115,8 @@ function refuseNonJson(returned: object): void {
  * `toJSON`): the adapters serialize it after this, where the error would be
  * a 500, or Fastify's error body with its message, instead of the 403. And
  * a stream, which JSON would write as its internals (`refuseStream`), or
- * bytes, a collection, a web `Response`, `Blob` or stream (`refuseNonJson`).
+ * bytes, a web `Response`, `Blob` or stream (`refuseNonJson`), or an object
+ * that is not a plain one and JSON writes as `{}` (`refuseEmptyInstance`).
  * `response`, the adapter's reply object, is never a body when returned:
  * Fastify's reply is a thenable (awaiting it at each deny would pile
  * listeners on the response), Express's `res` a cycle JSON cannot write.
@@ -134,7 +135,8 @@ export function hookBody(
     if (typeof then !== 'function') {
       refuseStream(returned);
       refuseNonJson(returned);
-      JSON.stringify(returned); // throws here, for onFailed, what the adapters' send would
+      // Throws here, for onFailed, what the adapters' send would.
+      refuseEmptyInstance(returned, JSON.stringify(returned));
       return returned;
     }
     // Both callbacks: Fastify's reply (`return reply.header(…)`) is a thenable

@@ -115,6 +115,30 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
     expect(seen).toEqual([expect.any(TypeError), expect.any(TypeError), expect.any(TypeError)]);
   });
 
+  it.each([
+    ['a plain {}', () => ({})],
+    ['a {} with no prototype', () => Object.create(null)],
+    ["another realm's {}", () => runInNewContext('({})')],
+    [
+      'an instance with fields of its own',
+      () =>
+        new (class Reason {
+          reason = 'denied';
+        })(),
+    ],
+    ['an Error with fields of its own', () => Object.assign(new Error('x'), { statusCode: 451 })],
+  ] as [string, () => object][])('%s is a body, as JSON writes it', (_name, make) => {
+    const seen: unknown[] = [];
+    const body = make();
+    expect(
+      hookBody(
+        () => body,
+        (e) => seen.push(e),
+      ),
+    ).toBe(body);
+    expect(seen).toEqual([]);
+  });
+
   it('a collection that says how JSON writes it (its own toJSON) is a body, as it says', () => {
     const seen: unknown[] = [];
     class Reasons extends Map<string, string> {
@@ -182,6 +206,19 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
       () => new (class Reasons extends Map<string, number> {})([['a', 1]]),
     ],
     ['a Map of another realm', 'Map', () => runInNewContext('new Map([[1, 2]])')],
+    ['an Error', 'Error', () => new Error('denied: /srv/root/secret')],
+    ['a WeakRef', 'WeakRef', () => new WeakRef({ reason: 'denied' })],
+    [
+      'an instance whose fields are private',
+      'Object',
+      () =>
+        new (class Reason {
+          readonly #reason = 'denied';
+          get reason() {
+            return this.#reason;
+          }
+        })(),
+    ],
   ] as [string, string, () => object][])(
     '%s is no body (JSON writes it as {}): it goes to onFailed, naming its kind, saying to return a plain object',
     (_name, kind, make) => {
@@ -189,7 +226,7 @@ describe("hookBody: what an onDeny hook's call makes of the 403 body", () => {
       expect(hookBody(make, (e) => seen.push(e))).toBeUndefined();
       expect(seen).toEqual([expect.any(TypeError)]);
       expect((seen[0] as Error).message).toBe(
-        `a collection (${kind}) is no 403 body, JSON writes it as {}: return a plain object`,
+        `an object JSON writes as {} (${kind}) is no 403 body: return a plain object`,
       );
     },
   );
