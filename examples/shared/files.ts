@@ -386,18 +386,39 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
 /**
  * Links `source` to `to` (`linkAway`) in its folder, made first
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
- * an upload's. Errors of the link as the file system gives them.
+ * an upload's. The folder a file since (`notAFolder`). A failure once the
+ * source is gone (another request moved or deleted it meanwhile) is a 404,
+ * as after that request, not walked again: whatever the target's folders
+ * were then. Other errors of the link as the file system gives them.
  */
 async function moveTo(source: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
   try {
     await makeParents(to, root, made).catch(parentError);
-    await inOpenedFolder(dirname(to), root, (toEntry) => linkAway(source, toEntry(basename(to))));
+    const linked = (toEntry: (name: string) => string) => linkAway(source, toEntry(basename(to)));
+    await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
   } catch (error) {
     await removeEmpty(made, root);
+    if (await missing(source)) throw noSuchFile();
     throw error;
   }
 }
+
+/**
+ * The target's folder opened as a file (ENOTDIR): another request stored
+ * a file of its name since the walk found or made it, a parent that is not
+ * a folder (409), as the walk answers one. Else as it is.
+ */
+function notAFolder(error: NodeJS.ErrnoException): never {
+  throw error.code === 'ENOTDIR' ? parentNotAFolder() : error;
+}
+
+/** Whether nothing is at `path` (ENOENT); other failures say nothing. */
+const missing = (path: string) =>
+  lstat(path).then(
+    () => false,
+    (error: NodeJS.ErrnoException) => error.code === 'ENOENT',
+  );
 
 /** Links `source` to `target`, then unlinks `source`: a move that never replaces a file. */
 async function linkAway(source: string, target: string): Promise<void> {

@@ -1,0 +1,43 @@
+import type * as fsPromises from 'node:fs/promises';
+
+/** The fs calls a hook can run before. */
+export type Hooked = 'stat' | 'mkdir';
+
+/** One hook per call: the path's ending it waits for, and what it does first. */
+const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>();
+
+/**
+ * Arms a hook: the next `call` whose path ends with `ending` first runs
+ * `action` (another client's request, answered), as if that request ran
+ * right then: a request held at a known point, with no timing.
+ */
+export function beforeNext(call: Hooked, ending: string, action: () => Promise<void>): void {
+  armed.set(call, { ending, action });
+}
+
+/** Drops the hooks no call ran: none waits for the next test. */
+export function disarm(): void {
+  armed.clear();
+}
+
+/** `node:fs/promises` for `vi.mock`, with `stat` and `mkdir` running the hook armed for them. */
+export async function withHooks(
+  importOriginal: () => Promise<typeof fsPromises>,
+): Promise<typeof fsPromises> {
+  const fs = await importOriginal();
+  const hook = async (call: Hooked, path: unknown) => {
+    const hooked = armed.get(call);
+    if (hooked === undefined || !String(path).endsWith(hooked.ending)) return;
+    armed.delete(call);
+    await hooked.action();
+  };
+  const stat = (async (path: Parameters<typeof fs.stat>[0], options?: never) => {
+    await hook('stat', path);
+    return fs.stat(path, options);
+  }) as typeof fs.stat;
+  const mkdir = (async (path: Parameters<typeof fs.mkdir>[0], options?: never) => {
+    await hook('mkdir', path);
+    return fs.mkdir(path, options);
+  }) as typeof fs.mkdir;
+  return { ...fs, stat, mkdir };
+}
