@@ -19,13 +19,13 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
   const app = startedForSuite(example);
   afterEach(disarm);
 
-  /** A move's status and message, held at the next `call` on `ending` while `other` is answered (a success). */
+  /** The status and body of `sent`, held at the next `call` on `ending` while `other` is answered (a success). */
   const heldWhile = async (call: Hooked, ending: string, other: Sent, sent: Sent) => {
     beforeNext(call, ending, async () => {
       expect((await send(app.port, other)).status).toBeLessThan(300);
     });
     const got = await send(app.port, sent);
-    return [got.status, JSON.parse(got.text).message];
+    return { status: got.status, body: JSON.parse(got.text) };
   };
   const left = (name: string) => readFileSync(join(app.root, 'uploads', name), 'utf8');
 
@@ -33,7 +33,7 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
     // Named through the folder it is made in (/proc/self/fd/<fd>/taken).
     const upload = postFiles('/api/upload', ['file', 'taken', 'upload']);
     const got = await heldWhile('mkdir', '/taken', upload, move('hello.txt', 'taken/hello.txt'));
-    expect(got).toEqual([409, 'a parent is not a folder']);
+    expect([got.status, got.body.message]).toEqual([409, 'a parent is not a folder']);
     expect(left('taken')).toBe('upload');
   });
 
@@ -46,7 +46,21 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
       other,
       move('mine.txt', 'there/mine.txt'),
     );
-    expect(got).toEqual([404, 'no such file or folder']);
+    expect([got.status, got.body.message]).toEqual([404, 'no such file or folder']);
     expect(left('there')).toBe('mine');
+  });
+
+  it('of a file a listing is reading: the listing names it once, where it went', async () => {
+    await send(app.port, postFiles('/api/upload', ['file', 'listed.txt', 'listed']));
+    const listing = { path: '/api/list?dir=uploads' };
+    const other = move('listed.txt', 'gone.txt');
+    // The listing's look at the entry its folder's read named, once the move took it.
+    const got = await heldWhile('lstat', '/listed.txt', other, listing);
+    const names = got.body.entries.map(({ name }: { name: string }) => name);
+    expect([got.status, names.includes('gone.txt'), names.includes('listed.txt')]).toEqual([
+      200,
+      true,
+      false,
+    ]);
   });
 });

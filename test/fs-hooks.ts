@@ -1,7 +1,7 @@
 import type * as fsPromises from 'node:fs/promises';
 
 /** The fs calls a hook can run before. */
-export type Hooked = 'stat' | 'mkdir';
+export type Hooked = 'stat' | 'lstat' | 'mkdir';
 
 /** One hook per call: the path's ending it waits for, and what it does first. */
 const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>();
@@ -20,7 +20,7 @@ export function disarm(): void {
   armed.clear();
 }
 
-/** `node:fs/promises` for `vi.mock`, with `stat` and `mkdir` running the hook armed for them. */
+/** `node:fs/promises` for `vi.mock`, with `stat`, `lstat` and `mkdir` running the hook armed for them. */
 export async function withHooks(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
@@ -35,9 +35,13 @@ export async function withHooks(
     await hook('stat', path);
     return fs.stat(path, options);
   }) as typeof fs.stat;
+  const lstat = (async (path: Parameters<typeof fs.lstat>[0], options?: never) => {
+    await hook('lstat', path);
+    return fs.lstat(path, options);
+  }) as typeof fs.lstat;
   const mkdir = (async (path: Parameters<typeof fs.mkdir>[0], options?: never) => {
     await hook('mkdir', path);
     return fs.mkdir(path, options);
   }) as typeof fs.mkdir;
-  return { ...fs, stat, mkdir };
+  return { ...fs, stat, lstat, mkdir };
 }

@@ -290,23 +290,45 @@ export const listDir = (path: string, root: RealRoot) =>
 async function listIn(path: string, root: RealRoot): Promise<Entry[]> {
   const info = await lstat(path).catch(clientError);
   if (!info.isDirectory()) throw new FileApiError(400, 'not a folder');
-  const entries = await inFolder(path, root, async (entry) => {
-    const names = await readdir(entry(''), { encoding: 'buffer' });
-    return Promise.all(
-      names.map(async (bytes): Promise<Entry | undefined> => {
-        const name = reachableName(bytes);
-        if (name === undefined) return undefined;
-        // A file removed since readdir is simply not listed.
-        const info = await lstat(entry(name)).catch(() => undefined);
-        if (info === undefined) return undefined;
-        const dir = info.isDirectory();
-        return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : info.size };
-      }),
-    );
-  });
-  return entries
-    .filter((entry): entry is Entry => entry !== undefined)
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const entries = await inFolder(path, root, readAgainIfGone);
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** How many times a listing reads its folder while an entry it named goes before its look. */
+const LIST_ATTEMPTS = 4;
+
+/**
+ * The entries of the open folder (`entry`), read again while one its read
+ * named was gone before its look (`lstat`): a file another request moved
+ * meanwhile would be under neither name, as at no moment. One still going
+ * after every read is left out.
+ */
+async function readAgainIfGone(entry: (name: string) => string): Promise<Entry[]> {
+  for (let tries = 1; ; tries++) {
+    const read = await readEntries(entry);
+    const listed = read.filter((item): item is Entry | undefined => item !== GONE);
+    if (listed.length === read.length || tries === LIST_ATTEMPTS) {
+      return listed.filter((item): item is Entry => item !== undefined);
+    }
+  }
+}
+
+/** An entry the folder's read named, gone before its look. */
+const GONE = Symbol('gone');
+
+/** One read of the open folder: each entry, `undefined` for a name no request reaches, or `GONE`. */
+async function readEntries(entry: (name: string) => string) {
+  const names = await readdir(entry(''), { encoding: 'buffer' });
+  return Promise.all(
+    names.map(async (bytes): Promise<Entry | undefined | typeof GONE> => {
+      const name = reachableName(bytes);
+      if (name === undefined) return undefined;
+      const info = await lstat(entry(name)).catch(() => undefined);
+      if (info === undefined) return GONE;
+      const dir = info.isDirectory();
+      return { name, type: dir ? 'dir' : 'file', size: dir ? 0 : info.size };
+    }),
+  );
 }
 
 const TEXT = new Set(['.txt', '.md', '.csv', '.json', '.log']);
