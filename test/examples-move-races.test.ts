@@ -19,10 +19,10 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
   const app = startedForSuite(example);
   afterEach(disarm);
 
-  /** The status and body of `sent`, held at the next `call` on `ending` while `other` is answered (a success). */
-  const heldWhile = async (call: Hooked, ending: string, other: Sent, sent: Sent) => {
+  /** The status and body of `sent`, held at the next `call` on `ending` while `others` are answered (each a success). */
+  const heldWhile = async (call: Hooked, ending: string, others: Sent[], sent: Sent) => {
     beforeNext(call, ending, async () => {
-      expect((await send(app.port, other)).status).toBeLessThan(300);
+      for (const other of others) expect((await send(app.port, other)).status).toBeLessThan(300);
     });
     const got = await send(app.port, sent);
     return { status: got.status, body: JSON.parse(got.text) };
@@ -32,7 +32,7 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
   it('into a new folder whose name an upload takes as it makes it: a 409, its parent is no folder', async () => {
     // Named through the folder it is made in (/proc/self/fd/<fd>/taken).
     const upload = postFiles('/api/upload', ['file', 'taken', 'upload']);
-    const got = await heldWhile('mkdir', '/taken', upload, move('hello.txt', 'taken/hello.txt'));
+    const got = await heldWhile('mkdir', '/taken', [upload], move('hello.txt', 'taken/hello.txt'));
     expect([got.status, got.body.message]).toEqual([409, 'a parent is not a folder']);
     expect(left('taken')).toBe('upload');
   });
@@ -43,11 +43,22 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
     const got = await heldWhile(
       'stat',
       '/uploads/there',
-      other,
+      [other],
       move('mine.txt', 'there/mine.txt'),
     );
     expect([got.status, got.body.message]).toEqual([404, 'no such file or folder']);
     expect(left('there')).toBe('mine');
+  });
+
+  it('whose file another move takes, and an upload makes a folder of its name, meanwhile: a 400, not a file', async () => {
+    await send(app.port, postFiles('/api/upload', ['file', 'swapped', 'file']));
+    const others = [
+      move('swapped', 'elsewhere'),
+      postFiles('/api/upload', ['file', 'swapped/x', 'x']),
+    ];
+    const got = await heldWhile('stat', '/uploads/new', others, move('swapped', 'new/swapped'));
+    expect([got.status, got.body.message]).toEqual([400, 'not a file']);
+    expect(left('elsewhere')).toBe('file');
   });
 
   it('of a file a listing is reading: the listing names it once, where it went', async () => {
@@ -55,7 +66,7 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
     const listing = { path: '/api/list?dir=uploads' };
     const other = move('listed.txt', 'gone.txt');
     // The listing's look at the entry its folder's read named, once the move took it.
-    const got = await heldWhile('lstat', '/listed.txt', other, listing);
+    const got = await heldWhile('lstat', '/listed.txt', [other], listing);
     const names = got.body.entries.map(({ name }: { name: string }) => name);
     expect([got.status, names.includes('gone.txt'), names.includes('listed.txt')]).toEqual([
       200,

@@ -409,9 +409,10 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
  * Links `source` to `to` (`linkAway`) in its folder, made first
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
  * an upload's. The folder a file since (`notAFolder`). A failure once the
- * source is gone (another request moved or deleted it meanwhile) is a 404,
- * as after that request, not walked again: whatever the target's folders
- * were then. Other errors of the link as the file system gives them.
+ * source is no file (another request moved or deleted it meanwhile) is
+ * answered as after that request (`sourceNow`), not walked again: whatever
+ * the target's folders were then. Other errors of the link as the file
+ * system gives them.
  */
 async function moveTo(source: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
@@ -421,8 +422,7 @@ async function moveTo(source: string, to: string, root: RealRoot): Promise<void>
     await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
   } catch (error) {
     await removeEmpty(made, root);
-    if (await missing(source)) throw noSuchFile();
-    throw error;
+    throw (await sourceNow(source)) ?? error;
   }
 }
 
@@ -435,11 +435,19 @@ function notAFolder(error: NodeJS.ErrnoException): never {
   throw error.code === 'ENOTDIR' ? parentNotAFolder() : error;
 }
 
-/** Whether nothing is at `path` (ENOENT); other failures say nothing. */
-const missing = (path: string) =>
-  lstat(path).then(
-    () => false,
-    (error: NodeJS.ErrnoException) => error.code === 'ENOENT',
+/**
+ * A move's source no longer a file, as the move would have answered after
+ * the request that changed it: gone (404), or something else in its place
+ * (400; a folder, which link would refuse as EPERM, a 500). `undefined`
+ * while it is a file, or when it cannot be looked at.
+ */
+const sourceNow = (source: string) =>
+  requireFile(source).then(
+    () => undefined,
+    (error: unknown) => {
+      if (error instanceof FileApiError) return error;
+      return (error as NodeJS.ErrnoException).code === 'ENOENT' ? noSuchFile() : undefined;
+    },
   );
 
 /** Links `source` to `target`, then unlinks `source`: a move that never replaces a file. */
