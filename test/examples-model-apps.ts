@@ -5,6 +5,7 @@
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { Started } from '../examples/shared/run.js';
 import { seedSandbox } from '../examples/shared/sandbox.js';
 import { EXAMPLES, type Got, type Sent, send } from './examples.js';
@@ -89,6 +90,11 @@ export class ServedPair {
     return scan(first.root);
   }
 
+  /** Each server's example name and port, for requests sent to one of them. */
+  ports(): { name: string; port: number }[] {
+    return this.servers.map(({ name, port }) => ({ name, port }));
+  }
+
   /** Sends `sent` to both servers; answers theirs, by example name. */
   async send(sent: Sent): Promise<{ name: string; got: Got }[]> {
     return Promise.all(
@@ -104,6 +110,14 @@ export class ServedPair {
       around: scan(outer, root),
     }));
   }
+}
+
+/** Both examples, started in `beforeAll` and stopped in `afterAll`, for one describe block. */
+export function servedPairForSuite(): ServedPair {
+  const pair = new ServedPair();
+  beforeAll(() => pair.start());
+  afterAll(() => pair.stop());
+  return pair;
 }
 
 /** What a temp folder holds beside its sandbox: the folders down to it, nothing else. */

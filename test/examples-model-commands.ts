@@ -21,7 +21,7 @@ import {
 export const reached = new Set<string>();
 
 /** An answer as the model gives it: the media type without its parameters, JSON parsed. */
-function observed(got: Got): Observed {
+export function observed(got: Got): Observed {
   const type = got.type.split(';')[0] ?? '';
   const body = type === 'application/json' ? JSON.parse(got.text) : got.text;
   return { status: got.status, type, body };
@@ -47,22 +47,28 @@ interface Apart {
  */
 const NUL_IN_FILENAME: Apart = { example: 'express', answer: failed(400, 'bad request') };
 
+/** One request, and the answer the model gives it. */
+export interface Step {
+  operation: string;
+  label: string;
+  sent: Sent;
+  modelled: (model: SandboxModel) => Observed;
+  /** What it does to the model before its answer, if anything: the folders it makes ahead (a move, an upload). */
+  ahead?: (model: SandboxModel) => string[];
+  apart?: Apart;
+}
+
 /** One request: sent to both servers, their answers compared with each other and with the model's. */
 class Call implements fc.AsyncCommand<SandboxModel, ServedPair> {
-  constructor(
-    private readonly operation: string,
-    private readonly label: string,
-    private readonly sent: Sent,
-    private readonly modelled: (model: SandboxModel) => Observed,
-    private readonly apart?: Apart,
-  ) {}
+  constructor(private readonly step: Step) {}
 
   check(): boolean {
     return true;
   }
 
   async run(model: SandboxModel, pair: ServedPair): Promise<void> {
-    const [first, ...others] = await pair.send(this.sent);
+    const { operation, sent, modelled, apart } = this.step;
+    const [first, ...others] = await pair.send(sent);
     if (first === undefined) throw new Error('no server');
     const exact = ({ got }: { got: Got }) => ({
       status: got.status,
@@ -70,75 +76,92 @@ class Call implements fc.AsyncCommand<SandboxModel, ServedPair> {
       text: got.text,
     });
     for (const other of others) {
-      if (other.name === this.apart?.example) {
-        expect(observed(other.got), `${other.name}, as its README says`).toEqual(this.apart.answer);
+      if (other.name === apart?.example) {
+        expect(observed(other.got), `${other.name}, as its README says`).toEqual(apart.answer);
       } else {
         expect(exact(other), `${other.name} answers as ${first.name}`).toEqual(exact(first));
       }
     }
-    expect(observed(first.got), 'the answer').toEqual(this.modelled(model));
-    reached.add(`${this.operation} ${first.got.status} ${outcome(first.got)}`.trim());
+    expect(observed(first.got), 'the answer').toEqual(modelled(model));
+    reached.add(`${operation} ${first.got.status} ${outcome(first.got)}`.trim());
   }
 
   toString(): string {
-    return `${this.operation} ${this.label}`;
+    return `${this.step.operation} ${this.step.label}`;
   }
 }
 
-const text = fc.string({ maxLength: 12 });
+/** The names and upload contents the commands draw from. */
+export interface Pools {
+  /** A path from the sandbox root: a listing's, a download's, a delete's, a move's target. */
+  root: fc.Arbitrary<string>;
+  /** A move's source. */
+  source: fc.Arbitrary<string>;
+  /** An upload's filename. */
+  upload: fc.Arbitrary<string>;
+  content: fc.Arbitrary<string>;
+}
 
-/** A command on a name sent in the URL (`sent`), escaped in each way. */
+/** A step on a name sent in the URL (`sent`), escaped in each way. */
 const byUrl = (
+  names: fc.Arbitrary<string>,
   operation: string,
   sent: (name: string, how: Escaping) => Sent,
   modelled: (model: SandboxModel, name: string) => Observed,
 ) =>
-  fc
-    .tuple(rootName, escaping)
-    .map(
-      ([name, how]) =>
-        new Call(operation, `${shown(name)} (${how})`, sent(name, how), (model) =>
-          modelled(model, name),
-        ),
-    );
+  fc.tuple(names, escaping).map(
+    ([name, how]): Step => ({
+      operation,
+      label: `${shown(name)} (${how})`,
+      sent: sent(name, how),
+      modelled: (model) => modelled(model, name),
+    }),
+  );
 
-export const COMMANDS = [
+/** One arbitrary step per API operation, drawing from `pools`. */
+export const steps = (pools: Pools): fc.Arbitrary<Step>[] => [
   byUrl(
+    pools.root,
     'list',
     (dir, how) => ({ path: `/api/list?dir=${inQuery(dir, how)}` }),
     (model, dir) => model.list(dir),
   ),
   byUrl(
+    pools.root,
     'download',
     (path, how) => ({ path: `/files/${inPath(path, how)}` }),
     (model, path) => model.download(path),
   ),
   byUrl(
+    pools.root,
     'delete',
     (path, how) => ({ method: 'DELETE', path: `/files/${inPath(path, how)}` }),
     (model, path) => model.remove(path),
   ),
-  fc
-    .tuple(sourceName, rootName)
-    .map(
-      ([from, to]) =>
-        new Call(
-          'move',
-          `${shown(from)} to ${shown(to)}`,
-          postJson('/api/move', JSON.stringify({ from, to })),
-          (model) => model.move(from, to),
-        ),
-    ),
-  fc
-    .tuple(uploadName, text)
-    .map(
-      ([name, content]) =>
-        new Call(
-          'upload',
-          `${shown(name)} holding ${JSON.stringify(content)}`,
-          postFiles('/api/upload', ['file', name, content]),
-          (model) => model.upload(name, content),
-          name.includes('\0') ? NUL_IN_FILENAME : undefined,
-        ),
-    ),
+  fc.tuple(pools.source, pools.root).map(
+    ([from, to]): Step => ({
+      operation: 'move',
+      label: `${shown(from)} to ${shown(to)}`,
+      sent: postJson('/api/move', JSON.stringify({ from, to })),
+      modelled: (model) => model.move(from, to),
+      ahead: (model) => model.moveAhead(from, to),
+    }),
+  ),
+  fc.tuple(pools.upload, pools.content).map(
+    ([name, content]): Step => ({
+      operation: 'upload',
+      label: `${shown(name)} holding ${shown(content)}`,
+      sent: postFiles('/api/upload', ['file', name, content]),
+      modelled: (model) => model.upload(name, content),
+      ahead: (model) => model.uploadAhead(name),
+      ...(name.includes('\0') ? { apart: NUL_IN_FILENAME } : {}),
+    }),
+  ),
 ];
+
+export const COMMANDS = steps({
+  root: rootName,
+  source: sourceName,
+  upload: uploadName,
+  content: fc.string({ maxLength: 12 }),
+}).map((step) => step.map((made) => new Call(made)));

@@ -72,10 +72,18 @@ const nearPathMax = (prefix: string) =>
 const withNul = (prefix: string) =>
   segments(FEW, 0, 2).map((rest) => `${prefix}${[...rest, 'a\0b'].join('/')}`);
 
-/** Names inside uploads/, each after `prefix`: ordinary, deep, long, near PATH_MAX, with a NUL. */
-const inUploads = (prefix: string) => [
+/** A name from FEW after `prefix`, or two of them: the names commands meet on most. */
+const nearby = (prefix: string) => [
   { weight: 4, arbitrary: fc.constantFrom(...FEW).map((name) => prefix + name) },
   { weight: 2, arbitrary: segments(FEW, 2, 2).map((rest) => prefix + rest.join('/')) },
+];
+
+/** Names after `prefix` that commands sent at once collide on (examples-concurrent.test.ts). */
+export const colliding = (prefix: string) => fc.oneof(...nearby(prefix));
+
+/** Names inside uploads/, each after `prefix`: ordinary, deep, long, near PATH_MAX, with a NUL. */
+const inUploads = (prefix: string) => [
+  ...nearby(prefix),
   { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => prefix + rest.join('/')) },
   { weight: 1, arbitrary: deep(prefix) },
   { weight: 2, arbitrary: long(prefix) },

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SandboxModel } from './examples-model.js';
-import { NOTHING_AROUND, SANDBOX_BYTES, ServedPair } from './examples-model-apps.js';
+import { NOTHING_AROUND, SANDBOX_BYTES, servedPairForSuite } from './examples-model-apps.js';
 import { COMMANDS, reached } from './examples-model-commands.js';
 
 // Stateful, model-based: fast-check runs sequences of list, download, delete,
@@ -45,9 +45,7 @@ const REACHED = [
 ];
 
 describe('both examples, driven through one model of their sandbox', () => {
-  const pair = new ServedPair();
-  beforeAll(() => pair.start());
-  afterAll(() => pair.stop());
+  const pair = servedPairForSuite();
 
   it('answer each command alike and as the model does, and hold what it holds', async () => {
     await fc.assert(

@@ -75,6 +75,11 @@ export class SandboxModel {
     this.dirs = new Set(tree.dirs);
   }
 
+  /** A model of the same sandbox, holding what this one holds now, to act on apart. */
+  clone(): SandboxModel {
+    return new SandboxModel(this, this.rootBytes);
+  }
+
   /** The length of `rel`'s path, the sandbox's included, in bytes. */
   private bytes(rel: readonly string[]): number {
     return this.rootBytes + rel.reduce((sum, name) => sum + 1 + Buffer.byteLength(name), 0);
@@ -204,6 +209,42 @@ export class SandboxModel {
     this.files.delete(source.rel.join('/'));
     this.store(target.rel, text, placed.made);
     return json(200, { moved: source.rel.join('/'), to: target.rel.join('/') });
+  }
+
+  /**
+   * What a move does before its file arrives, its source a file: makes the
+   * target's missing folders (`ahead`). Answers those it made.
+   */
+  moveAhead(from: string, to: string): string[] {
+    const source = this.judge(from, 'write');
+    return source.ok && this.kind(source.rel) === 'file' ? this.ahead(to) : [];
+  }
+
+  /** What an upload does before its file arrives: makes the target's missing folders (`ahead`). */
+  uploadAhead(filename: string): string[] {
+    return this.ahead(filename, 'uploads');
+  }
+
+  /**
+   * Makes the missing folders of a target that a file can be stored at
+   * (`place`), as the examples do before the file arrives: a request sent
+   * meanwhile meets them. Answers those made.
+   */
+  private ahead(value: string, under?: string): string[] {
+    const verdict = this.judge(value, 'write', under);
+    if (!verdict.ok || verdict.rel.length < 2 || verdict.rel.some(tooLong)) return [];
+    const placed = this.place(verdict.rel);
+    if (!placed.ok) return [];
+    for (const dir of placed.made) this.dirs.add(dir);
+    return placed.made;
+  }
+
+  /** Removes those of `made` that are empty, deepest first: as a request that failed after making them. */
+  takeBack(made: readonly string[]): void {
+    for (const dir of [...made].reverse()) {
+      const inside = (path: string) => path.startsWith(`${dir}/`);
+      if (![...this.dirs, ...this.files.keys()].some(inside)) this.dirs.delete(dir);
+    }
   }
 
   /** An upload of `text` named `filename` (inside uploads/). */

@@ -2,6 +2,7 @@
 // and a raw HTTP client: paths are sent exactly as written (`..%2F` stays).
 import { rmSync } from 'node:fs';
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { listen as listenExpress } from '../examples/express-files/app.js';
 import { listen as listenFastify } from '../examples/fastify-files/app.js';
 import type { Started } from '../examples/shared/run.js';
@@ -75,6 +76,35 @@ export function begin(port: number, sent: Sent): { end(): Promise<Got> } {
       return got;
     },
   };
+}
+
+/**
+ * Sends `sent` as a slow client does: its body (chunked, no length) in
+ * `chunks` pieces, `pause` ms apart, the request in flight meanwhile; the
+ * last piece (or, without a body, the head) once `release` settles.
+ * `ready`: all but that piece are written. Its connection is open from the
+ * start, so requests released in one tick reach the server together.
+ */
+export function sendHeld(
+  port: number,
+  sent: Sent,
+  { chunks, pause, release }: { chunks: number; pause: number; release: Promise<unknown> },
+): { ready: Promise<void>; got: Promise<Got> } {
+  const { req, got } = request(port, sent);
+  // An answer (or a failure) before the last piece is read once it is sent.
+  got.catch(() => {});
+  const body = Buffer.from(sent.body ?? '');
+  const size = Math.ceil(body.length / chunks);
+  const ready = (async () => {
+    let at = 0;
+    for (; at + size < body.length; at += size) {
+      req.write(body.subarray(at, at + size));
+      await sleep(pause);
+    }
+    return at;
+  })();
+  const last = Promise.all([ready, release]).then(([at]) => req.end(body.subarray(at)));
+  return { ready: ready.then(() => {}), got: last.then(() => got) };
 }
 
 function request(port: number, sent: Sent): { req: http.ClientRequest; got: Promise<Got> } {
