@@ -408,11 +408,11 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
 /**
  * Links `source` to `to` (`linkAway`) in its folder, made first
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
- * an upload's. The folder a file since (`notAFolder`). A failure once the
- * source is no file (another request moved or deleted it meanwhile) is
- * answered as after that request (`sourceNow`), not walked again: whatever
- * the target's folders were then. Other errors of the link as the file
- * system gives them.
+ * an upload's. Its folder made a file since is a 409 (`notAFolder`). A
+ * failure once the source is no file (another request moved or deleted it
+ * meanwhile) is answered as after that request (`sourceNow`), not walked
+ * again: whatever the target's folders were then. Other errors of the link
+ * as the file system gives them.
  */
 async function moveTo(source: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
