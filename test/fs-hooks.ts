@@ -1,7 +1,7 @@
 import type * as fsPromises from 'node:fs/promises';
 
 /** The fs calls a hook can run before. */
-export type Hooked = 'stat' | 'lstat' | 'mkdir';
+export type Hooked = 'stat' | 'lstat' | 'mkdir' | 'readdir';
 
 /** One hook per call: the path's ending it waits for, and what it does first. */
 const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>();
@@ -20,7 +20,7 @@ export function disarm(): void {
   armed.clear();
 }
 
-/** `node:fs/promises` for `vi.mock`, with `stat`, `lstat` and `mkdir` running the hook armed for them. */
+/** `node:fs/promises` for `vi.mock`, with `stat`, `lstat`, `mkdir` and `readdir` running the hook armed for them. */
 export async function withHooks(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
@@ -43,5 +43,9 @@ export async function withHooks(
     await hook('mkdir', path);
     return fs.mkdir(path, options);
   }) as typeof fs.mkdir;
-  return { ...fs, stat, lstat, mkdir };
+  const readdir = (async (path: Parameters<typeof fs.readdir>[0], options?: never) => {
+    await hook('readdir', path);
+    return fs.readdir(path, options);
+  }) as typeof fs.readdir;
+  return { ...fs, stat, lstat, mkdir, readdir };
 }
