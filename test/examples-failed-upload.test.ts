@@ -11,7 +11,8 @@ import { startedForSuite } from './fixture.js';
 // already when the answer arrives (the disk is read at once, no wait): only
 // the folders it made go, never one that was there before, and a successful
 // upload beside it, to the same new folder, is stored all the same. Two
-// failing uploads into the same new folder leave it to neither.
+// failing uploads into the same new folder leave it to neither. It takes
+// back its own file only: never one another client stored at its name since.
 
 const B = 'pathgate-failed-upload';
 
@@ -210,6 +211,27 @@ describe.each(EXAMPLES)('the $name example, an upload to a deep name that fails'
     expect((await a.end()).status).toBe(400);
     expect((await b.end()).status).toBe(400);
     expect(disk('over')).toEqual([]);
+  });
+
+  it('a body cut after its file was stored, which another client moved away and replaced meanwhile: the replacement stays', async () => {
+    // Stopped inside the second part's head: its file stored, the request not over.
+    const { body, ...head } = upload('taken.txt', 'b');
+    const whole = Buffer.from(body ?? '');
+    const second = whole.indexOf('content-disposition', whole.indexOf('content-disposition') + 1);
+    const held = begin(app.port, { ...head, body: whole.subarray(0, second) });
+    // A bound on the downloads it waits through for that file, not a time.
+    for (
+      let looks = 0;
+      (await send(app.port, { path: '/files/uploads/taken.txt' })).status !== 200;
+    ) {
+      if (++looks === 2000) throw new Error('the held upload never stored its file');
+    }
+    const move = JSON.stringify({ from: 'uploads/taken.txt', to: 'uploads/moved.txt' });
+    expect((await send(app.port, postJson('/api/move', move))).status).toBe(200);
+    const theirs = postFiles('/api/upload', ['file', 'taken.txt', 'theirs']);
+    expect((await send(app.port, theirs)).status).toBe(201);
+    expect((await held.end()).status).toBe(400);
+    expect(readFileSync(join(app.root, 'uploads', 'taken.txt'), 'utf8')).toBe('theirs');
   });
 });
 

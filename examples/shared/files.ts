@@ -536,6 +536,22 @@ async function refuseAsStorage(entry: string, target: string): Promise<void> {
   if (Buffer.byteLength(dirname(target)) > FOLDER_MAX) throw new FileApiError(400, 'name too long');
 }
 
+/** Which file is at `path` (its device and inode, not following a link), or `undefined`: none, or not looked at. */
+const identityAt = (path: string) =>
+  lstat(path, { bigint: true }).then(
+    ({ dev, ino }) => `${dev}:${ino}`,
+    () => undefined,
+  );
+
+/**
+ * Unlinks `path` if it is still the file `identity` names (one not looked
+ * at, by its name alone). Another request acting between the look and the
+ * unlink is not excluded, only made unlikely: as the Express storage does.
+ */
+async function unlinkIf(path: string, identity: string | undefined): Promise<void> {
+  if (identity === undefined || (await identityAt(path)) === identity) await unlink(path);
+}
+
 /** How many times a move or an upload makes its folders while a folder on the way keeps going. */
 const CREATE_ATTEMPTS = 4;
 
@@ -573,6 +589,8 @@ const inFlight = new Map<string, number>();
 export class Uploads {
   /** The targets stored so far, in order. */
   readonly stored: string[] = [];
+  /** The file each target took (`identityAt`): `discard` removes that one, not another request's stored there since. */
+  private readonly files = new Map<string, string | undefined>();
   private readonly folders: string[] = [];
 
   constructor(private readonly root: RealRoot) {}
@@ -623,7 +641,9 @@ export class Uploads {
       const out = handle.createWriteStream();
       await pipeline(file, out);
       if (file.truncated) throw new FileApiError(413, 'file too large');
+      const identity = await identityAt(temp);
       await link(temp, entry(basename(target)));
+      this.files.set(target, identity);
       this.stored.push(target);
       return out.bytesWritten;
     } catch (error) {
@@ -634,12 +654,16 @@ export class Uploads {
   }
 
   /**
-   * Removes what was stored, then those of its folders that are empty (not
-   * holding another upload's file), each in its folder as checked
-   * (`removeInFolder`).
+   * Removes what was stored, where it still is (`unlinkIf`: another request
+   * may have moved it away and stored its own file there since), then
+   * those of its folders that are empty (not holding another upload's
+   * file), each in its folder as checked (`removeInFolder`).
    */
   async discard(): Promise<void> {
-    await Promise.all(this.stored.map((path) => removeInFolder(path, this.root, unlink)));
+    const removals = [...this.files].map(([path, identity]) =>
+      removeInFolder(path, this.root, (entry) => unlinkIf(entry, identity)),
+    );
+    await Promise.all(removals);
     await removeEmpty(this.folders, this.root);
   }
 
