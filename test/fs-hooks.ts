@@ -26,26 +26,22 @@ export async function withHooks(
 ): Promise<typeof fsPromises> {
   const fs = await importOriginal();
   const hook = async (call: Hooked, path: unknown) => {
-    const hooked = armed.get(call);
-    if (hooked === undefined || !String(path).endsWith(hooked.ending)) return;
+    const next = armed.get(call);
+    if (next === undefined || !String(path).endsWith(next.ending)) return;
     armed.delete(call);
-    await hooked.action();
+    await next.action();
   };
-  const stat = (async (path: Parameters<typeof fs.stat>[0], options?: never) => {
-    await hook('stat', path);
-    return fs.stat(path, options);
-  }) as typeof fs.stat;
-  const lstat = (async (path: Parameters<typeof fs.lstat>[0], options?: never) => {
-    await hook('lstat', path);
-    return fs.lstat(path, options);
-  }) as typeof fs.lstat;
-  const mkdir = (async (path: Parameters<typeof fs.mkdir>[0], options?: never) => {
-    await hook('mkdir', path);
-    return fs.mkdir(path, options);
-  }) as typeof fs.mkdir;
-  const readdir = (async (path: Parameters<typeof fs.readdir>[0], options?: never) => {
-    await hook('readdir', path);
-    return fs.readdir(path, options);
-  }) as typeof fs.readdir;
-  return { ...fs, stat, lstat, mkdir, readdir };
+  /** `fs[call]`, running the hook first. */
+  const hooked = <K extends Hooked>(call: K) =>
+    (async (path: unknown, ...rest: unknown[]) => {
+      await hook(call, path);
+      return (fs[call] as (...args: unknown[]) => unknown)(path, ...rest);
+    }) as unknown as (typeof fs)[K];
+  return {
+    ...fs,
+    stat: hooked('stat'),
+    lstat: hooked('lstat'),
+    mkdir: hooked('mkdir'),
+    readdir: hooked('readdir'),
+  };
 }
