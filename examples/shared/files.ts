@@ -2,7 +2,7 @@
 // canonicalized and checked by pathgate already: they use it as given.
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
+import { type BigIntStats, constants } from 'node:fs';
 import {
   type FileHandle,
   link,
@@ -536,20 +536,17 @@ async function refuseAsStorage(entry: string, target: string): Promise<void> {
   if (Buffer.byteLength(dirname(target)) > FOLDER_MAX) throw new FileApiError(400, 'name too long');
 }
 
-/** Which file is at `path` (its device and inode, not following a link), or `undefined`: none, or not looked at. */
-const identityAt = (path: string) =>
-  lstat(path, { bigint: true }).then(
-    ({ dev, ino }) => `${dev}:${ino}`,
-    () => undefined,
-  );
+/** A file's identity: its device and inode. */
+const identityOf = ({ dev, ino }: BigIntStats) => `${dev}:${ino}`;
 
 /**
- * Unlinks `path` if it is still the file `identity` names (one not looked
- * at, by its name alone). Another request acting between the look and the
- * unlink is not excluded, only made unlikely: as the Express storage does.
+ * Unlinks `path` if it is still the file `identity` names (`identityOf`).
+ * Another request acting between the look and the unlink is not excluded,
+ * only made unlikely: as the Express storage does.
  */
-async function unlinkIf(path: string, identity: string | undefined): Promise<void> {
-  if (identity === undefined || (await identityAt(path)) === identity) await unlink(path);
+async function unlinkIf(path: string, identity: string): Promise<void> {
+  const there = await lstat(path, { bigint: true }).then(identityOf, () => undefined);
+  if (there === identity) await unlink(path);
 }
 
 /** How many times a move or an upload makes its folders while a folder on the way keeps going. */
@@ -587,13 +584,16 @@ const inFlight = new Map<string, number>();
  * (`inFlight`). Call `release` once the request is over.
  */
 export class Uploads {
-  /** The targets stored so far, in order. */
-  readonly stored: string[] = [];
-  /** The file each target took (`identityAt`): `discard` removes that one, not another request's stored there since. */
-  private readonly files = new Map<string, string | undefined>();
+  /** The file each target took (`identityOf`): `discard` removes that one, not another request's stored there since. */
+  private readonly files = new Map<string, string>();
   private readonly folders: string[] = [];
 
   constructor(private readonly root: RealRoot) {}
+
+  /** The targets stored so far, in order. */
+  get stored(): string[] {
+    return [...this.files.keys()];
+  }
 
   /**
    * Stores an upload at `target`: streamed into a temporary sibling, then
@@ -638,13 +638,13 @@ export class Uploads {
     const temp = entry(`.upload-${randomUUID()}.part`);
     const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
     try {
+      // The file this handle made, whatever its name holds by then: the stream closes the handle.
+      const identity = identityOf(await handle.stat({ bigint: true }));
       const out = handle.createWriteStream();
       await pipeline(file, out);
       if (file.truncated) throw new FileApiError(413, 'file too large');
-      const identity = await identityAt(temp);
       await link(temp, entry(basename(target)));
       this.files.set(target, identity);
-      this.stored.push(target);
       return out.bytesWritten;
     } catch (error) {
       return clientError(error);
