@@ -48,8 +48,8 @@ function clientError(error: unknown): never {
   if (code === 'EISDIR' || code === 'ELOOP' || code === 'ENXIO') {
     throw new FileApiError(400, 'not a file');
   }
-  if (code === 'EEXIST' || code === 'ENOTEMPTY') throw new FileApiError(409, 'already exists');
-  if (code === 'ENAMETOOLONG') throw new FileApiError(400, 'name too long');
+  if (code === 'EEXIST' || code === 'ENOTEMPTY') throw alreadyExists();
+  if (code === 'ENAMETOOLONG') throw nameTooLong();
   if (code === 'EFBIG') throw new FileApiError(413, 'file too large');
   if (code === 'ENOSPC' || code === 'EDQUOT') throw new FileApiError(507, 'insufficient storage');
   throw error;
@@ -176,6 +176,10 @@ function walkError(error: NodeJS.ErrnoException): never {
 const parentNotAFolder = () => new FileApiError(409, 'a parent is not a folder');
 
 const noSuchFile = () => new FileApiError(404, 'no such file or folder');
+
+const alreadyExists = () => new FileApiError(409, 'already exists');
+
+const nameTooLong = () => new FileApiError(400, 'name too long');
 
 /** A file opened through a folder swapped for a link since the check is not at `path`: no such file there, a 404. */
 async function confirmOpened(handle: FileHandle, path: string, root: RealRoot): Promise<void> {
@@ -506,7 +510,7 @@ const NAME_MAX = 255;
  */
 function refuseLongNames(target: string): void {
   if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
-    throw new FileApiError(400, 'name too long');
+    throw nameTooLong();
   }
 }
 
@@ -532,8 +536,8 @@ async function refuseAsStorage(entry: string, target: string): Promise<void> {
       throw error;
     },
   );
-  if (there) throw new FileApiError(409, 'already exists');
-  if (Buffer.byteLength(dirname(target)) > FOLDER_MAX) throw new FileApiError(400, 'name too long');
+  if (there) throw alreadyExists();
+  if (Buffer.byteLength(dirname(target)) > FOLDER_MAX) throw nameTooLong();
 }
 
 /** A file's identity: its device and inode. */
