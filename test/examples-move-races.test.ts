@@ -61,6 +61,19 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
     expect(left('elsewhere')).toBe('file');
   });
 
+  it('whose file another move takes once linked, while its new name is moved on and uploaded again: the upload stays', async () => {
+    await send(app.port, postFiles('/api/upload', ['file', 'held.txt', 'held']));
+    const others = [
+      move('held.txt', 'away.txt'),
+      move('target.txt', 'on.txt'),
+      postFiles('/api/upload', ['file', 'target.txt', 'new']),
+    ];
+    // Held between its link and the unlink of its source, which now fails.
+    const got = await heldWhile('unlink', '/held.txt', others, move('held.txt', 'target.txt'));
+    expect([got.status, got.body.message]).toEqual([404, 'no such file or folder']);
+    expect([left('target.txt'), left('away.txt'), left('on.txt')]).toEqual(['new', 'held', 'held']);
+  });
+
   it('of a file a listing is reading: the listing names it once, where it went', async () => {
     await send(app.port, postFiles('/api/upload', ['file', 'listed.txt', 'listed']));
     const listing = { path: '/api/list?dir=uploads' };

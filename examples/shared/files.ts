@@ -265,9 +265,11 @@ async function inOpenedFolder<T>(
   }
 }
 
-/** Refuses (400) an entry that is not a regular file: a folder, a link, a socket. */
-async function requireFile(entry: string): Promise<void> {
-  if (!(await lstat(entry)).isFile()) throw new FileApiError(400, 'not a file');
+/** Refuses (400) an entry that is not a regular file (a folder, a link, a socket); else its identity (`identityOf`). */
+async function requireFile(entry: string): Promise<string> {
+  const info = await lstat(entry, { bigint: true });
+  if (!info.isFile()) throw new FileApiError(400, 'not a file');
+  return identityOf(info);
 }
 
 /**
@@ -404,8 +406,8 @@ export const moveFile = (from: string, to: string, root: RealRoot) =>
 async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
     const source = fromEntry(basename(from));
-    await requireFile(source);
-    await againIfGone(() => moveTo(source, to, root));
+    const identity = await requireFile(source);
+    await againIfGone(() => moveTo(source, identity, to, root));
   });
 }
 
@@ -418,11 +420,12 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
  * again: whatever the target's folders were then. Other errors of the link
  * as the file system gives them.
  */
-async function moveTo(source: string, to: string, root: RealRoot): Promise<void> {
+async function moveTo(source: string, identity: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
   try {
     await makeParents(to, root, made).catch(parentError);
-    const linked = (toEntry: (name: string) => string) => linkAway(source, toEntry(basename(to)));
+    const linked = (toEntry: (name: string) => string) =>
+      linkAway(source, identity, toEntry(basename(to)));
     await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
   } catch (error) {
     await removeEmpty(made, root);
@@ -454,12 +457,17 @@ const sourceNow = (source: string) =>
     },
   );
 
-/** Links `source` to `target`, then unlinks `source`: a move that never replaces a file. */
-async function linkAway(source: string, target: string): Promise<void> {
+/**
+ * Links `source` (the file `identity` names) to `target`, then unlinks
+ * `source`: a move that never replaces a file. Should the unlink fail
+ * (another request moved or deleted the source meanwhile), the new copy is
+ * taken back only while `target` is still that file (`unlinkIf`): others
+ * may have moved it on and stored a file of their own under its name.
+ */
+async function linkAway(source: string, identity: string, target: string): Promise<void> {
   await link(source, target);
   await unlink(source).catch(async (error: unknown) => {
-    // Another request moved or deleted it meanwhile: this copy must not stay.
-    await unlink(target).catch(() => {});
+    await unlinkIf(target, identity).catch(() => {});
     throw error;
   });
 }
