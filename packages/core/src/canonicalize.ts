@@ -29,7 +29,14 @@ export interface CanonicalPath {
   segments: string[];
 }
 
-type Canonical = { ok: true; value: CanonicalPath } | { ok: false; reason: CanonicalizeFailure };
+/** A canonical root, and its lexical spelling before the resolver moved it (the same without one). */
+export interface CanonicalRoot extends CanonicalPath {
+  spelled: string;
+}
+
+type Canonical<T = CanonicalPath> =
+  | { ok: true; value: T }
+  | { ok: false; reason: CanonicalizeFailure };
 
 /** NUL or anything beyond ASCII: the rare strings that need steps 2–4 in full. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this scan looks for.
@@ -123,15 +130,22 @@ function resolveStep(lexical: CanonicalPath, resolve: (path: string) => string):
   return { ok: true, value: walk(text, TOP) };
 }
 
+/** Step 8 when there is a resolver. */
+function resolveLexical(
+  lexical: CanonicalPath,
+  resolve: ((path: string) => string) | undefined,
+): Canonical {
+  // Any given resolver, null included, is called: one that is not a function is resolve-failed.
+  return resolve !== undefined ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
+}
+
 /** Steps 5–8 for a checked value against an already canonical root. */
 export function canonicalizeText(
   text: string,
   root: CanonicalPath,
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
-  const lexical = walk(text, root);
-  // Any given resolver, null included, is called: one that is not a function is resolve-failed.
-  return resolve !== undefined ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
+  return resolveLexical(walk(text, root), resolve);
 }
 
 /**
@@ -151,22 +165,42 @@ export function rootFailure(reason: CanonicalizeFailure): string {
 export function canonicalizeRoot(
   root: unknown,
   resolve: ((path: string) => string) | undefined,
-): Canonical {
+): Canonical<CanonicalRoot> {
   const text = readText(root);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
   if (!text.startsWith('/')) return { ok: false, reason: 'relative-root' };
-  return canonicalizeText(text, TOP, resolve);
+  const lexical = walk(text, TOP);
+  const result = resolveLexical(lexical, resolve);
+  return result.ok ? { ok: true, value: { ...result.value, spelled: lexical.path } } : result;
 }
 
-/** Full canonicalization (steps 1–8) of a value against an already canonical root. */
+/** Full canonicalization (steps 1–8) of a value against an already canonical root, fenced. */
 export function canonicalizeValue(
   value: unknown,
-  root: CanonicalPath,
+  root: CanonicalRoot,
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
   const text = readText(value);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
-  return canonicalizeText(text, root, resolve);
+  return canonicalizeBelow(text, root, resolve);
+}
+
+/**
+ * Steps 5–8 for a value checked against a root. A lexical path below neither
+ * spelling of the root is outside, and is not resolved: what the resolver
+ * would find there (a link back in, a loop, a locked folder) must not show
+ * in the answer, and no file outside the root is looked at for it.
+ */
+export function canonicalizeBelow(
+  text: string,
+  root: CanonicalRoot,
+  resolve: ((path: string) => string) | undefined,
+): Canonical {
+  const lexical = walk(text, root);
+  // Without a resolver nothing is looked at: the fence's test would only cost.
+  if (resolve === undefined) return { ok: true, value: lexical };
+  const below = isWithin(lexical.path, root.path) || isWithin(lexical.path, root.spelled);
+  return below ? resolveStep(lexical, resolve) : { ok: true, value: lexical };
 }
 
 /**

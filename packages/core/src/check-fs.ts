@@ -1,4 +1,4 @@
-import { type CanonicalizeFailure, canonicalizeText, readText } from './canonicalize.js';
+import { type CanonicalizeFailure, canonicalizeBelow, readText } from './canonicalize.js';
 import { type CompiledPolicy, kCompiled, notAPolicy, type PermissionPolicy } from './policy.js';
 import { verdict } from './verdict.js';
 
@@ -50,7 +50,7 @@ export function decide(compiled: CompiledPolicy, path: unknown, write: boolean):
 
 /** The general matcher, for a checked text: canonical segments, then the rule index's candidates. */
 export function decideText(compiled: CompiledPolicy, text: string, write: boolean): CheckResult {
-  const canonical = canonicalizeText(text, compiled.root, compiled.resolve);
+  const canonical = canonicalizeBelow(text, compiled.root, compiled.resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
   let matched: string | undefined;

@@ -1,6 +1,6 @@
 import {
   type CanonicalizeOptions,
-  type CanonicalPath,
+  type CanonicalRoot,
   canonicalizeRoot,
   rootFailure,
 } from './canonicalize.js';
@@ -22,7 +22,7 @@ export interface PermissionPolicyOptions {
 
 /** What `checkFs` reads: prepared once, never per check. */
 export interface CompiledPolicy {
-  readonly root: CanonicalPath;
+  readonly root: CanonicalRoot;
   readonly resolve: CanonicalizeOptions['resolve'];
   readonly index: RuleIndex;
   /** The text-only check, when every rule has a shape it decides and nothing is resolved. */
@@ -65,7 +65,7 @@ function readRules(options: object): readonly unknown[] {
   return Array.from(fs as unknown[]);
 }
 
-function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalPath {
+function readRoot(options: object, resolve: CompiledPolicy['resolve']): CanonicalRoot {
   const root = readOption(options, 'root');
   const text = root === undefined ? '/' : root;
   if (typeof text !== 'string')

@@ -8,6 +8,9 @@ const MAX_LINKS = 40;
 /** Linux's PATH_MAX: the bytes of a path with its NUL; a longer path is ENAMETOOLONG to every call. */
 const PATH_MAX = 4096;
 
+/** Linux's NAME_MAX: the bytes of one name; the kernel refuses a longer one wherever it stands. */
+const NAME_MAX = 255;
+
 /**
  * A ready `resolve` option for `canonicalize` and `PermissionPolicy`: resolves
  * the symbolic links of an absolute, lexically canonical POSIX path, so that a
@@ -39,7 +42,8 @@ const PATH_MAX = 4096;
  * is not a string starting with `/`; a path of PATH_MAX (4,096) bytes or
  * more (code `ENAMETOOLONG`, the kernel's answer to any call with it: walking
  * a 1 MiB value of one-letter names took 0.3 s, even when the walk stopped at
- * its first); more than 40 links in one walk (a loop, a self-link: code
+ * its first); a name of more than NAME_MAX (255) bytes anywhere in it (code
+ * `ENAMETOOLONG`, whether the folders above it exist or not); more than 40 links in one walk (a loop, a self-link: code
  * `ELOOP`); a link target that is not UTF-8, or an answer not in NFC; and every
  * file system error other than a missing component (EACCES, ENAMETOOLONG,
  * EIO, ...), so it fails closed.
@@ -67,6 +71,11 @@ export function resolveSymlinks(path: string): string {
   }
   if (Buffer.byteLength(path) >= PATH_MAX) {
     throw fsError('ENAMETOOLONG', 'path too long', `${path.slice(0, 64)}…`);
+  }
+  // Up front, not where the walk meets it: a walk that stops at a missing
+  // folder first would tell which folders above a long name exist.
+  if (segmentsOf(path).some((name) => Buffer.byteLength(name) > NAME_MAX)) {
+    throw fsError('ENAMETOOLONG', 'name too long', `${path.slice(0, 64)}…`);
   }
   const resolved = walk(path);
   // The core normalizes the answer to NFC (DESIGN.md step 8). On Linux an NFD

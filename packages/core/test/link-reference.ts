@@ -100,17 +100,21 @@ export function expectedRoot(root: string): string | null {
 
 /**
  * What checkFs must answer for `value` with a policy of `rules` and
- * `resolve: resolveSymlinks` whose root resolved to `realRoot`: the value
- * is made NFC, absolute and lexically normal against that root (DESIGN.md
- * steps 4–7), then resolved on disk.
+ * `resolve: resolveSymlinks` whose root `spelledRoot` resolved to
+ * `realRoot`: the value is made NFC, absolute and lexically normal against
+ * that root (DESIGN.md steps 4–7), then resolved on disk, unless it is
+ * below neither spelling of the root: that is outside, never looked at.
  */
 export function expectedCheck(
   value: string,
-  realRoot: string,
+  { realRoot, spelledRoot }: { realRoot: string; spelledRoot: string },
   rules: readonly SimpleRule[],
   mode: FsAccessMode,
 ): Expected {
   const lexical = posix.resolve(realRoot, value.normalize('NFC'));
+  if (namesBelow(lexical, realRoot) === null && namesBelow(lexical, spelledRoot) === null) {
+    return { outcome: 'deny', reason: 'path-not-in-allowlist', path: lexical };
+  }
   const path = unlessUnresolvable(() => composed(osResolve(lexical)));
   if (path === null) return { outcome: 'deny', reason: 'resolve-failed' };
   const below = namesBelow(path, realRoot);

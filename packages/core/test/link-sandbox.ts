@@ -42,7 +42,7 @@ export function linkSandbox(prefix: string): LinkSandbox {
     base,
     policy,
     realRoot,
-    expected: (value, mode) => expectedCheck(value, realRoot, rules, mode),
+    expected: (value, mode) => expectedCheck(value, { realRoot, spelledRoot: root }, rules, mode),
     build: (shape, sent) => {
       buildTree(base, shape);
       // An empty value is a missing one to the guard (`missing-path`): `.` names the root.

@@ -59,18 +59,19 @@ describe('resolveSymlinks through checkFs, against the operating system', () => 
           // A root that cannot be resolved (a loop) is refused when the policy is built.
           if (realRoot === null) return void expect(build).toThrow(TypeError);
           const policy = build();
+          const roots = { realRoot, spelledRoot: root };
           const rules = fsRules.map(simpleRule);
           for (const sent of requests) {
             const value = requestText(base, sent);
             // The predicates resolve the root and the value the same way.
-            const want = expectedCheck(value, realRoot, rules, 'read');
+            const want = expectedCheck(value, roots, rules, 'read');
             const inside = 'path' in want && namesBelow(want.path, realRoot) !== null;
             expect({ value, inside: isInside(value, root, { resolve: resolveSymlinks }) }).toEqual({
               value,
               inside,
             });
             for (const mode of MODES) {
-              const want = expectedCheck(value, realRoot, rules, mode);
+              const want = expectedCheck(value, roots, rules, mode);
               expect({ value, mode, got: actualCheck(policy, value, mode) }).toEqual({
                 value,
                 mode,

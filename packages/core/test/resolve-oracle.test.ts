@@ -1,0 +1,93 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkFs, escapes, inside, isInside, PermissionPolicy } from '../src/index.js';
+import { resolveSymlinks } from '../src/realpath.js';
+
+// What a denied value may tell a client about the disk, with the resolver on:
+// nothing about what lies outside the root, and nothing about what lies
+// inside it that the rules do not grant. The deny reason is what an adapter
+// sends; it must depend on the value and the rules, not on which names exist.
+
+let base = '';
+/** The names the resolver was asked about, in order. */
+const asked: string[] = [];
+const watching = (p: string): string => {
+  asked.push(p);
+  return resolveSymlinks(p);
+};
+
+/** Longer than any name the kernel accepts (NAME_MAX, 255 bytes). */
+const LONG = 'n'.repeat(300);
+
+beforeAll(() => {
+  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-oracle-')));
+  for (const dir of ['root/uploads', 'root/private', 'root-alias-target', 'out/dir']) {
+    fs.mkdirSync(`${base}/${dir}`, { recursive: true });
+  }
+  fs.symlinkSync('loop', `${base}/out/loop`);
+  fs.symlinkSync(`${base}/root/uploads`, `${base}/out/in`);
+  fs.symlinkSync('root', `${base}/alias`);
+});
+
+afterAll(() => {
+  if (base !== '') fs.rmSync(base, { recursive: true, force: true });
+});
+
+const policyOf = (root = `${base}/root`) =>
+  new PermissionPolicy({ root, permissions: { fs: ['rw:./uploads/**'] }, resolve: watching });
+
+/** The reason each value is denied for, or `allow`. */
+function reasons(policy: PermissionPolicy, values: readonly string[]): string[] {
+  return values.map((value) => {
+    const result = checkFs(policy, value, 'read');
+    return result.outcome === 'deny' ? result.reason : 'allow';
+  });
+}
+
+describe('a value lexically outside the root, with a resolver', () => {
+  it('is never passed to the resolver, so no file outside is looked at', () => {
+    const policy = policyOf();
+    asked.length = 0;
+    const outside = [`${base}/out/dir/x`, '../out/loop', '/etc/passwd', `${base}/out/in/a`];
+    reasons(policy, outside);
+    expect(asked).toEqual([]);
+  });
+
+  it('is denied path-not-in-allowlist whether what it names exists, loops or is missing', () => {
+    const values = [
+      `${base}/out/loop`,
+      `${base}/out/missing`,
+      `${base}/out/dir/${LONG}`,
+      `${base}/missing/${LONG}`,
+      `${base}/out/in/a`,
+    ];
+    expect(reasons(policyOf(), values)).toEqual(values.map(() => 'path-not-in-allowlist'));
+  });
+
+  it('is still resolved below the root as it was given, a link to the resolved root', () => {
+    const policy = policyOf(`${base}/alias`);
+    expect(reasons(policy, [`${base}/alias/uploads/a`, `${base}/root/uploads/a`])).toEqual([
+      'allow',
+      'allow',
+    ]);
+  });
+
+  it('is outside to the predicates too, unresolved', () => {
+    asked.length = 0;
+    const value = `${base}/out/in/a`;
+    const options = { resolve: watching };
+    expect(isInside(value, `${base}/root`, options)).toBe(false);
+    expect(inside('p', `${base}/root`, options)({ p: value })).toBe(false);
+    expect(escapes('p', `${base}/root`, options)({ p: value })).toBe(true);
+    expect(asked.filter((p) => p !== `${base}/root`)).toEqual([]);
+  });
+});
+
+describe('a name inside the root that the rules do not grant, with resolveSymlinks', () => {
+  it('is denied alike below an existing folder and below a missing one', () => {
+    const values = [`private/${LONG}`, `nowhere/${LONG}`, `uploads/${LONG}`];
+    expect(reasons(policyOf(), values)).toEqual(values.map(() => 'resolve-failed'));
+  });
+});
