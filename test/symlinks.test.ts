@@ -23,6 +23,8 @@ symlinkSync(join(base, 'secret'), join(root, 'uploads', 'outdir'));
 symlinkSync(join(base, 'secret', 'new'), join(root, 'uploads', 'dangling'));
 symlinkSync('a.txt', join(root, 'public', 'in.txt'));
 symlinkSync('b.txt', join(root, 'uploads', 'in.txt'));
+symlinkSync('loop', join(base, 'secret', 'loop'));
+mkdirSync(join(root, 'private'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 const policy = new PermissionPolicy({
@@ -54,6 +56,25 @@ describe.each(FRAMEWORKS)('%s with resolveSymlinks', (framework) => {
     const json = JSON.stringify({ from: 'uploads/b.txt', to: 'uploads/dangling' });
     const answer = await send(port(), { method: 'POST', path: '/move', json });
     expect(answer).toEqual({ status: 403, body: forbidden('path-not-in-allowlist', 'body.to') });
+  });
+
+  // What exists where the rules grant nothing must not show in the answer.
+  const LONG = 'n'.repeat(300);
+  it.each([
+    [
+      'outside the root',
+      'path-not-in-allowlist',
+      ['../secret/loop', '../secret/none', `../secret/${LONG}`, `../none/${LONG}`],
+    ],
+    ['inside the root, not granted', 'resolve-failed', [`private/${LONG}`, `none/${LONG}`]],
+  ])('a value %s is denied alike whatever is on disk there', async (_where, reason, values) => {
+    const answers = [];
+    for (const from of values) {
+      const json = JSON.stringify({ from, to: 'uploads/x' });
+      answers.push(await send(port(), { method: 'POST', path: '/move', json }));
+    }
+    const denied = { status: 403, body: forbidden(reason, 'body.from') };
+    expect(answers).toEqual(values.map(() => denied));
   });
 
   it('a link inside the root is handed to the handler as its target', async () => {
