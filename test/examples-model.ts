@@ -92,13 +92,17 @@ export class SandboxModel {
     return this.files.has(path) ? 'file' : 'missing';
   }
 
-  /**
-   * resolveSymlinks refuses a path over PATH_MAX, then walks down with lstat
-   * while each folder is there: a name over 255 bytes in a folder that is
-   * there fails (ENAMETOOLONG).
-   */
+  /** resolveSymlinks refuses a path over PATH_MAX. */
   private resolveFails(rel: readonly string[]): boolean {
-    if (this.bytes(rel) > PATH_MAX) return true;
+    return this.bytes(rel) > PATH_MAX;
+  }
+
+  /**
+   * Whether a look-up of `rel` meets a name over 255 bytes in a folder that
+   * is there (ENAMETOOLONG, the examples' 400): resolveSymlinks takes it as
+   * missing, and the rules judge it, so the file operation is what fails.
+   */
+  private meetsLongName(rel: readonly string[]): boolean {
     for (const [i, segment] of rel.entries()) {
       if (this.kind(rel.slice(0, i)) !== 'dir') return false;
       if (tooLong(segment)) return true;
@@ -136,6 +140,8 @@ export class SandboxModel {
       for (let depth = i; depth < rel.length; depth++) made.push(rel.slice(0, depth).join('/'));
       return { ok: true, made };
     }
+    // Every folder is there: a name too long for the last one is what fails.
+    if (tooLong(rel.at(-1) ?? '')) return { ok: false, answer: failed(400, 'name too long') };
     if (this.kind(rel) !== 'missing') return { ok: false, answer: failed(409, 'already exists') };
     return { ok: true, made: [] };
   }
@@ -149,6 +155,7 @@ export class SandboxModel {
   list(dir: string): Observed {
     const verdict = this.judge(dir, 'read');
     if (!verdict.ok) return denied(verdict.reason, 'query.dir');
+    if (this.meetsLongName(verdict.rel)) return failed(400, 'name too long');
     const kind = this.kind(verdict.rel);
     if (kind === 'missing') return failed(404, 'no such file or folder');
     if (kind === 'file') return failed(400, 'not a folder');
@@ -189,6 +196,7 @@ export class SandboxModel {
   private file(path: string, mode: 'read' | 'write'): Found {
     const verdict = this.judge(path, mode);
     if (!verdict.ok) return { ok: false, answer: denied(verdict.reason, 'params.*') };
+    if (this.meetsLongName(verdict.rel)) return { ok: false, answer: failed(400, 'name too long') };
     const kind = this.kind(verdict.rel);
     if (kind === 'missing') return { ok: false, answer: failed(404, 'no such file or folder') };
     if (kind === 'dir') return { ok: false, answer: failed(400, 'not a file') };
@@ -200,6 +208,7 @@ export class SandboxModel {
     if (!source.ok) return denied(source.reason, 'body.from');
     const target = this.judge(to, 'write');
     if (!target.ok) return denied(target.reason, 'body.to');
+    if (this.meetsLongName(source.rel)) return failed(400, 'name too long');
     const kind = this.kind(source.rel);
     if (kind === 'missing') return failed(404, 'no such file or folder');
     if (kind === 'dir') return failed(400, 'not a file');

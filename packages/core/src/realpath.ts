@@ -8,9 +8,6 @@ const MAX_LINKS = 40;
 /** Linux's PATH_MAX: the bytes of a path with its NUL; a longer path is ENAMETOOLONG to every call. */
 const PATH_MAX = 4096;
 
-/** Linux's NAME_MAX: the bytes of one name; the kernel refuses a longer one wherever it stands. */
-const NAME_MAX = 255;
-
 /**
  * A ready `resolve` option for `canonicalize` and `PermissionPolicy`: resolves
  * the symbolic links of an absolute, lexically canonical POSIX path, so that a
@@ -26,7 +23,10 @@ const NAME_MAX = 255;
  * - a dangling link (its target does not exist yet) resolves to its target, so
  *   a write through `uploads/x -> /etc/cron.d/job` is seen at `/etc/cron.d/job`;
  * - the first component that does not exist ends the walk: it and the rest are
- *   appended as they are (an upload target that is about to be created);
+ *   appended as they are (an upload target that is about to be created). So
+ *   does one the kernel finds too long for its directory (ENAMETOOLONG on a
+ *   path shorter than PATH_MAX: no such name can be there), as a throw would
+ *   tell a client which directories above a long name exist;
  * - a component below anything but a directory (a regular file, a FIFO, a
  *   device: the kernel answers ENOTDIR) is appended the same way: nothing can
  *   exist there, so nothing there can be a link, and any access to it fails;
@@ -42,8 +42,7 @@ const NAME_MAX = 255;
  * is not a string starting with `/`; a path of PATH_MAX (4,096) bytes or
  * more (code `ENAMETOOLONG`, the kernel's answer to any call with it: walking
  * a 1 MiB value of one-letter names took 0.3 s, even when the walk stopped at
- * its first); a name of more than NAME_MAX (255) bytes anywhere in it (code
- * `ENAMETOOLONG`, whether the folders above it exist or not); more than 40 links in one walk (a loop, a self-link: code
+ * its first); more than 40 links in one walk (a loop, a self-link: code
  * `ELOOP`); a link target that is not UTF-8, or an answer not in NFC; and every
  * file system error other than a missing component (EACCES, ENAMETOOLONG,
  * EIO, ...), so it fails closed.
@@ -72,11 +71,6 @@ export function resolveSymlinks(path: string): string {
   if (Buffer.byteLength(path) >= PATH_MAX) {
     throw fsError('ENAMETOOLONG', 'path too long', `${path.slice(0, 64)}…`);
   }
-  // Up front, not where the walk meets it: a walk that stops at a missing
-  // folder first would tell which folders above a long name exist.
-  if (segmentsOf(path).some((name) => Buffer.byteLength(name) > NAME_MAX)) {
-    throw fsError('ENAMETOOLONG', 'name too long', `${path.slice(0, 64)}…`);
-  }
   const resolved = walk(path);
   // The core normalizes the answer to NFC (DESIGN.md step 8). On Linux an NFD
   // name from a link target is another file than its NFC twin, which may be a
@@ -98,8 +92,7 @@ function walk(path: string): string {
       continue;
     }
     const here = joinSegments([...real, segment]);
-    // lstat, not stat: a link must be seen as a link to be followed here.
-    const stat = fs.lstatSync(here, { throwIfNoEntry: false });
+    const stat = lstatHere(here);
     // Missing: nothing below exists yet, so the rest is appended as it is.
     if (stat === undefined) return appendRest(real, [segment, ...todo.reverse()], 'ENOENT');
     if (stat.isSymbolicLink()) {
@@ -116,6 +109,19 @@ function walk(path: string): string {
     }
   }
   return joinSegments(real);
+}
+
+/** lstat, not stat, so a link is seen as a link; undefined where no such name can be. */
+function lstatHere(here: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(here, { throwIfNoEntry: false });
+  } catch (error) {
+    // Below PATH_MAX, ENAMETOOLONG is about this one name: its file system
+    // holds none so long (the kernel's own limit, not a guessed 255 bytes).
+    const tooLong = (error as NodeJS.ErrnoException).code === 'ENAMETOOLONG';
+    if (tooLong && Buffer.byteLength(here) < PATH_MAX) return undefined;
+    throw error;
+  }
 }
 
 /** Reads a link's target; one that is not UTF-8 throws rather than being guessed at. */

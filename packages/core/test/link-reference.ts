@@ -10,6 +10,9 @@ import type { FsAccessMode } from '../src/index.js';
 /** Past this many steps a walk is taken as a loop (the kernel's own limit is 40 links). */
 const MAX_STEPS = 40;
 
+/** The errors that mean the name is not there (the paths here stay below PATH_MAX). */
+const NOT_THERE = ['ENOENT', 'ENOTDIR', 'ENAMETOOLONG'];
+
 /** A name that cannot be walked here: a `..` after a missing name or a file, or a loop. */
 export class Unresolvable extends Error {}
 
@@ -24,7 +27,8 @@ export function osResolve(path: string, steps = 0): string {
     return fs.realpathSync.native(path);
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new Unresolvable(`${code} at ${path}`);
+    // ENAMETOOLONG below PATH_MAX: a name too long for its folder, so not there.
+    if (!NOT_THERE.includes(code ?? '')) throw new Unresolvable(`${code} at ${path}`);
   }
   // Empty and `.` names at the end name the folder before them.
   const names = path.split('/');
@@ -40,12 +44,12 @@ export function osResolve(path: string, steps = 0): string {
   return osResolve(target.startsWith('/') ? target : `${parent}/${target}`, steps + 1);
 }
 
-/** lstat that answers undefined for a name that is missing or below a non-folder. */
+/** lstat that answers undefined for a name that is missing, too long, or below a non-folder. */
 function lstatQuiet(path: string): fs.Stats | undefined {
   try {
     return fs.lstatSync(path, { throwIfNoEntry: false });
   } catch (error) {
-    if ((error as { code?: string }).code === 'ENOTDIR') return undefined;
+    if (NOT_THERE.includes((error as { code?: string }).code ?? '')) return undefined;
     throw error;
   }
 }

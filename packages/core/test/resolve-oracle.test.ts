@@ -85,9 +85,18 @@ describe('a value lexically outside the root, with a resolver', () => {
   });
 });
 
-describe('a name inside the root that the rules do not grant, with resolveSymlinks', () => {
-  it('is denied alike below an existing folder and below a missing one', () => {
-    const values = [`private/${LONG}`, `nowhere/${LONG}`, `uploads/${LONG}`];
-    expect(reasons(policyOf(), values)).toEqual(values.map(() => 'resolve-failed'));
+describe('a name too long for any folder, with resolveSymlinks', () => {
+  it('is denied alike below an existing folder the rules do not grant and a missing one', () => {
+    expect(reasons(policyOf(), [`private/${LONG}`, `nowhere/${LONG}`])).toEqual([
+      'path-not-in-allowlist',
+      'path-not-in-allowlist',
+    ]);
+  });
+
+  it('is judged by the rules where they grant it: opening it is what fails', () => {
+    expect(reasons(policyOf(), [`uploads/${LONG}`, `uploads/none/${LONG}`])).toEqual([
+      'allow',
+      'allow',
+    ]);
   });
 });
