@@ -174,7 +174,7 @@ export function canonicalizeRoot(
   return result.ok ? { ok: true, value: { ...result.value, spelled: lexical.path } } : result;
 }
 
-/** Full canonicalization (steps 1–8) of a value against an already canonical root, fenced. */
+/** Full canonicalization (steps 1–8) of a value against an already canonical root; one outside it is not resolved. */
 export function canonicalizeValue(
   value: unknown,
   root: CanonicalRoot,
