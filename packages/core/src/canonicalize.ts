@@ -174,22 +174,24 @@ export function canonicalizeRoot(
   return result.ok ? { ok: true, value: { ...result.value, spelled: lexical.path } } : result;
 }
 
-/** Full canonicalization (steps 1–8) of a value against an already canonical root; one outside it is not resolved. */
+/** Full canonicalization (steps 1–8) of a value against an already canonical root. */
 export function canonicalizeValue(
   value: unknown,
-  root: CanonicalRoot,
+  root: CanonicalPath,
   resolve: ((path: string) => string) | undefined,
 ): Canonical {
   const text = readText(value);
   if (typeof text !== 'string') return { ok: false, reason: text.reason };
-  return canonicalizeBelow(text, root, resolve);
+  return canonicalizeText(text, root, resolve);
 }
 
 /**
- * Steps 5–8 for a value checked against a root. A lexical path below neither
- * spelling of the root is outside, and is not resolved: what the resolver
- * would find there (a link back in, a loop, a locked folder) must not show
- * in the answer, and no file outside the root is looked at for it.
+ * Steps 5–8 for a client's value (the route guard's): one lexically below
+ * neither spelling of the root is outside, and is not resolved. What the
+ * resolver would find there (a link back in, a loop, a locked folder) must
+ * not show in the answer, and no file outside the root is looked at for a
+ * request. DESIGN.md's `canonicalize`, predicates and `checkFs` resolve
+ * every value (`canonicalizeText`).
  */
 export function canonicalizeBelow(
   text: string,

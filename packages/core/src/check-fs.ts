@@ -1,4 +1,9 @@
-import { type CanonicalizeFailure, canonicalizeBelow, readText } from './canonicalize.js';
+import {
+  type CanonicalizeFailure,
+  canonicalizeBelow,
+  canonicalizeText,
+  readText,
+} from './canonicalize.js';
 import { type CompiledPolicy, kCompiled, notAPolicy, type PermissionPolicy } from './policy.js';
 import { verdict } from './verdict.js';
 
@@ -37,20 +42,33 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
 
 /**
  * `checkFs` on a policy compiled and a mode validated beforehand: what a
- * route guard calls for every value, without looking either up again.
+ * route guard calls for every value, without looking either up again. With
+ * `fenced` (a client's value), a resolver is not asked about a value
+ * lexically outside the root (`canonicalizeBelow`): it is denied as it is.
  */
-export function decide(compiled: CompiledPolicy, path: unknown, write: boolean): CheckResult {
+export function decide(
+  compiled: CompiledPolicy,
+  path: unknown,
+  write: boolean,
+  fenced = false,
+): CheckResult {
   // A plain value passes steps 1–4 as it is: the prefix check reads it first.
   const plain = typeof path === 'string' ? compiled.prefixRules?.decide(path, write) : undefined;
   if (plain !== undefined) return plain;
   const text = readText(path);
   if (typeof text !== 'string') return { outcome: 'deny', reason: text.reason };
-  return decideText(compiled, text, write);
+  return decideText(compiled, text, write, fenced);
 }
 
 /** The general matcher, for a checked text: canonical segments, then the rule index's candidates. */
-export function decideText(compiled: CompiledPolicy, text: string, write: boolean): CheckResult {
-  const canonical = canonicalizeBelow(text, compiled.root, compiled.resolve);
+export function decideText(
+  compiled: CompiledPolicy,
+  text: string,
+  write: boolean,
+  fenced = false,
+): CheckResult {
+  const steps = fenced ? canonicalizeBelow : canonicalizeText;
+  const canonical = steps(text, compiled.root, compiled.resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
   let matched: string | undefined;

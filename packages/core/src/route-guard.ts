@@ -325,7 +325,8 @@ export class RouteGuard {
     if (value === '') return deny('missing-path', spec.label);
     const input =
       spec.under !== undefined && typeof value === 'string' ? `${spec.under}/${value}` : value;
-    const result = decide(this.compiled, input, this.write);
+    // Fenced: a client's value outside the root tells it nothing of what is there.
+    const result = decide(this.compiled, input, this.write, true);
     return result.outcome === 'allow' ? result.path : deny(result.reason, spec.label, result);
   }
 

@@ -102,23 +102,30 @@ export function expectedRoot(root: string): string | null {
   return unlessUnresolvable(() => composed(osResolve(root)));
 }
 
+/** A policy's root as written and as resolved; `fenced` for a route guard's check of a client's value. */
+export interface Roots {
+  realRoot: string;
+  spelledRoot: string;
+  fenced: boolean;
+}
+
 /**
  * What checkFs must answer for `value` with a policy of `rules` and
  * `resolve: resolveSymlinks` whose root `spelledRoot` resolved to
  * `realRoot`: the value is made NFC, absolute and lexically normal against
- * that root (DESIGN.md steps 4–7), then resolved on disk, unless it is
- * below neither spelling of the root: that is outside, never looked at.
+ * that root (DESIGN.md steps 4–7), then resolved on disk. `fenced` (a route
+ * guard): one below neither spelling of the root is outside, never looked at.
  */
 export function expectedCheck(
   value: string,
-  { realRoot, spelledRoot }: { realRoot: string; spelledRoot: string },
+  { realRoot, spelledRoot, fenced }: Roots,
   rules: readonly SimpleRule[],
   mode: FsAccessMode,
 ): Expected {
   const lexical = posix.resolve(realRoot, value.normalize('NFC'));
-  if (namesBelow(lexical, realRoot) === null && namesBelow(lexical, spelledRoot) === null) {
-    return { outcome: 'deny', reason: 'path-not-in-allowlist', path: lexical };
-  }
+  const outside =
+    namesBelow(lexical, realRoot) === null && namesBelow(lexical, spelledRoot) === null;
+  if (fenced && outside) return { outcome: 'deny', reason: 'path-not-in-allowlist', path: lexical };
   const path = unlessUnresolvable(() => composed(osResolve(lexical)));
   if (path === null) return { outcome: 'deny', reason: 'resolve-failed' };
   const below = namesBelow(path, realRoot);

@@ -17,7 +17,7 @@ export interface LinkSandbox {
   readonly policy: PermissionPolicy;
   /** The policy root, links resolved: `<base>/root`. */
   readonly realRoot: string;
-  /** What checkFs must answer for `value` (the reference's). */
+  /** What a route guard must answer for `value` (the reference's, fenced). */
   expected(value: string, mode: FsAccessMode): Expected;
   /** Empties the base and builds `shape`; the values of `sent`, an empty one as `.`. */
   build(shape: Tree, sent: readonly Request[]): string[];
@@ -42,7 +42,8 @@ export function linkSandbox(prefix: string): LinkSandbox {
     base,
     policy,
     realRoot,
-    expected: (value, mode) => expectedCheck(value, { realRoot, spelledRoot: root }, rules, mode),
+    expected: (value, mode) =>
+      expectedCheck(value, { realRoot, spelledRoot: root, fenced: true }, rules, mode),
     build: (shape, sent) => {
       buildTree(base, shape);
       // An empty value is a missing one to the guard (`missing-path`): `.` names the root.

@@ -59,7 +59,7 @@ describe('resolveSymlinks through checkFs, against the operating system', () => 
           // A root that cannot be resolved (a loop) is refused when the policy is built.
           if (realRoot === null) return void expect(build).toThrow(TypeError);
           const policy = build();
-          const roots = { realRoot, spelledRoot: root };
+          const roots = { realRoot, spelledRoot: root, fenced: false };
           const rules = fsRules.map(simpleRule);
           for (const sent of requests) {
             const value = requestText(base, sent);
