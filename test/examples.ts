@@ -94,17 +94,49 @@ export function sendHeld(
   // An answer (or a failure) before the last piece is read once it is sent.
   got.catch(() => {});
   const body = Buffer.from(sent.body ?? '');
-  const size = Math.ceil(body.length / chunks);
-  const ready = (async () => {
-    let at = 0;
-    for (; at + size < body.length; at += size) {
-      req.write(body.subarray(at, at + size));
-      await sleep(pause);
-    }
-    return at;
-  })();
+  const ready = allButLast(req, body, chunks, pause);
   const last = Promise.all([ready, release]).then(([at]) => req.end(body.subarray(at)));
   return { ready: ready.then(() => {}), got: last.then(() => got) };
+}
+
+/** Writes `body` in `chunks` pieces, `pause` ms apart, but the last: answers where that one starts. */
+async function allButLast(req: http.ClientRequest, body: Buffer, chunks: number, pause: number) {
+  const size = Math.ceil(body.length / chunks);
+  let at = 0;
+  for (; at + size < body.length; at += size) {
+    req.write(body.subarray(at, at + size));
+    await sleep(pause);
+  }
+  return at;
+}
+
+/**
+ * Sends `sent` as a client that hangs up: its head (with the whole body's
+ * Content-Length) and the body's first `cut` bytes, in `chunks` pieces
+ * `pause` ms apart; then, once `release` settles, destroys the connection.
+ * `ready`: those bytes are written. `got`: the answer, should one come
+ * before the hang-up, else `undefined`.
+ */
+export function sendCut(
+  port: number,
+  sent: Sent,
+  {
+    cut,
+    chunks,
+    pause,
+    release,
+  }: { cut: number; chunks: number; pause: number; release: Promise<unknown> },
+): { ready: Promise<void>; got: Promise<Got | undefined> } {
+  const body = Buffer.from(sent.body ?? '').subarray(0, cut);
+  const headers = { ...sent.headers, 'content-length': Buffer.byteLength(sent.body ?? '') };
+  const { req, got } = request(port, { ...sent, headers });
+  got.catch(() => {});
+  req.flushHeaders();
+  const ready = allButLast(req, body, chunks, pause).then(
+    (at) => new Promise<void>((written) => req.write(body.subarray(at), () => written())),
+  );
+  const hungUp = Promise.all([ready, release]).then(() => req.destroy());
+  return { ready, got: hungUp.then(() => got.catch(() => undefined)) };
 }
 
 function request(port: number, sent: Sent): { req: http.ClientRequest; got: Promise<Got> } {
