@@ -4,7 +4,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { UPLOAD_OPTIONS } from '../examples/express-files/app.js';
 import { readMulterOptions } from '../packages/express-middleware/src/multer-options.js';
-import { begin, EXAMPLES, postFiles, postJson, type Sent, send } from './examples.js';
+import {
+  begin,
+  cutUpload as cut,
+  EXAMPLES,
+  postFiles,
+  postJson,
+  type Sent,
+  send,
+} from './examples.js';
 import { startedForSuite } from './fixture.js';
 
 // A cut or refused upload to a deep name leaves no folder of its own behind,
@@ -15,14 +23,6 @@ import { startedForSuite } from './fixture.js';
 // back its own file only: never one another client stored at its name since.
 
 const B = 'pathgate-failed-upload';
-
-/** A body that ends inside the file part of `name`: no closing boundary. */
-const cut = (name: string): Sent => ({
-  method: 'POST',
-  path: '/api/upload',
-  headers: { 'content-type': `multipart/form-data; boundary=${B}` },
-  body: `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\npart of it`,
-});
 
 /** An upload of `name` with a text field `field` holding `value`: before the file (`at` 0) or after it (1). */
 function withField(name: string, field: string, value: string, at: number): Sent {

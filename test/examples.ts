@@ -186,3 +186,14 @@ export function postFiles(path: string, ...files: [string, string, string | Buff
     body,
   };
 }
+
+/** An upload of `name` whose body ends inside its file, with no closing boundary: a 400 once ended. */
+export function cutUpload(name: string): Sent {
+  const boundary = '----pathgate-example-cut';
+  return {
+    method: 'POST',
+    path: '/api/upload',
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\npart of it`,
+  };
+}

@@ -59,12 +59,13 @@ function clientError(error: unknown): never {
  * Creates the parent folders of `path`, each in the one above it opened and
  * confirmed the one checked (`openFolder`), never along the path again:
  * a folder on the way swapped for a link is not followed (on Linux; where
- * /proc cannot be read, the check before stands alone). Adds the ones it
- * made to `made`, the shallowest first, as each is made: a failure further
- * down leaves them to the caller to take back. Errors as the file system
+ * /proc cannot be read, the check before stands alone). Tells `made` of
+ * each one it made, the shallowest first, as soon as it is made: a failure
+ * further down leaves them to the caller to take back, and another walk
+ * may find it there before this one is over. Errors as the file system
  * gives them (`parentError`).
  */
-async function makeParents(path: string, root: RealRoot, made: string[]): Promise<void> {
+async function makeParents(path: string, root: RealRoot, made: Made): Promise<void> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
   if (found === parent) return;
@@ -87,19 +88,22 @@ async function nearestFolder(dir: string): Promise<string> {
   return dir;
 }
 
+/** Told of each folder a walk made, as soon as it is made. */
+type Made = (folder: string) => void;
+
 /**
  * Makes the folders `names` in `dir`, open (`opened`, closed here), each
  * in the one made before it, opened through it (`MADE_FOLDER_FLAGS`) and
  * confirmed at its path; each folder closed once the next is open, so a
  * deep path holds two descriptors at most, not one per folder. One there
- * already (another request made it) is walked into, not added to `made`.
+ * already (another request made it) is walked into, not told to `made`.
  */
 async function makeIn(
   opened: OpenFolder,
   dir: string,
   names: string[],
   root: RealRoot,
-  made: string[],
+  made: Made,
 ): Promise<void> {
   let current = opened;
   let folder = dir;
@@ -107,7 +111,7 @@ async function makeIn(
     for (const [index, name] of names.entries()) {
       const at = `${current.base}/${name}`;
       folder = `${folder}/${name}`;
-      if (await makeFolder(at)) made.push(folder);
+      if (await makeFolder(at)) made(folder);
       if (index === names.length - 1) return;
       const next = await openFolder(folder, root, { path: at, flags: MADE_FOLDER_FLAGS });
       await current.handle.close();
@@ -423,7 +427,7 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
 async function moveTo(source: string, identity: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
   try {
-    await makeParents(to, root, made).catch(parentError);
+    await makeParents(to, root, (folder) => made.push(folder)).catch(parentError);
     const linked = (toEntry: (name: string) => string) =>
       linkAway(source, identity, toEntry(basename(to)));
     await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
@@ -689,25 +693,26 @@ export class Uploads {
   }
 
   /**
-   * Makes the parents of `path`; holds those it made, also when making the
-   * next failed (`discard` takes them back), and those an upload in flight made.
+   * Makes the parents of `path`; holds each it makes as it is made, so
+   * that another upload walking in before this walk is over holds it too
+   * (else, both failing, the one that did not hold it would fail last and
+   * leave it); then, also when making the next failed (`discard` takes
+   * them back), those on the way an upload in flight made.
    */
   private async enter(path: string): Promise<void> {
-    const made: string[] = [];
     try {
-      await makeParents(path, this.root, made);
+      await makeParents(path, this.root, (folder) => this.hold(folder));
     } finally {
-      this.hold(path, made);
+      for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
+        if (inFlight.has(folder)) this.hold(folder);
+      }
     }
   }
 
-  /** Holds the folders on the way to `path` this upload made (`made`) or an upload in flight made. */
-  private hold(path: string, made: string[]): void {
-    for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
-      if (this.folders.includes(folder)) continue;
-      if (!made.includes(folder) && !inFlight.has(folder)) continue;
-      this.folders.push(folder);
-      inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
-    }
+  /** Holds `folder`, once: this upload's to remove, if empty, should it fail. */
+  private hold(folder: string): void {
+    if (this.folders.includes(folder)) return;
+    this.folders.push(folder);
+    inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
   }
 }

@@ -1,0 +1,67 @@
+import { readdirSync, watch } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { begin, cutUpload as cut, EXAMPLES } from './examples.js';
+import { startedForSuite } from './fixture.js';
+import { beforeNext, disarm } from './fs-hooks.js';
+
+// Two uploads into the same new folders, both failing, one walking in while
+// the other is still making them: held at a known fs call of its walk
+// (`beforeNext`), no timing. Whichever fails last takes back every folder
+// either made; found by the cut-off property test (examples-cutoff.test.ts).
+// The Fastify example's uploads (examples/shared/files.ts): the Express
+// one's storage makes and holds each folder in its turn, so its second
+// walk waits at the folder the first is making, and cannot run so.
+vi.mock('node:fs/promises', async (importOriginal) =>
+  (await import('./fs-hooks.js')).withHooks(importOriginal),
+);
+
+/** Resolves once `dir` holds `count` entries (the uploads' temporary files), told by the file system. */
+async function holding(dir: string, count: number): Promise<void> {
+  const watcher = watch(dir);
+  try {
+    const filled = new Promise<void>((resolve) => {
+      const look = () => readdirSync(dir).length >= count && resolve();
+      watcher.on('change', look);
+      look();
+    });
+    await filled;
+  } finally {
+    watcher.close();
+  }
+}
+
+/** A promise and what resolves it. */
+function signal(): { reached: Promise<void>; reach: () => void } {
+  let reach = () => {};
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  return { reached, reach };
+}
+
+const FASTIFY = EXAMPLES.filter(({ name }) => name === 'fastify');
+
+describe.each(FASTIFY)('the $name example, two failing uploads into new folders', (example) => {
+  const app = startedForSuite(example);
+  afterEach(disarm);
+
+  it('the second walking in once the first made the outer folder, before it made the inner one: neither is left', async () => {
+    const inner = join(app.root, 'uploads', 'race', 'in');
+    const second = signal();
+    let later: { end(): Promise<{ status: number }> } | undefined;
+    // The first, having made race/, about to make race/in: the second walks
+    // in then, finds race/ there, makes race/in, and reaches its target.
+    beforeNext('mkdir', '/in', async () => {
+      beforeNext('lstat', '/y.bin', async () => second.reach());
+      later = begin(app.port, cut('race/in/y.bin'));
+      await second.reached;
+    });
+    const first = begin(app.port, cut('race/in/x.bin'));
+    await second.reached;
+    await holding(inner, 2);
+    expect((await first.end()).status).toBe(400);
+    expect((await later?.end())?.status).toBe(400);
+    expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
+  });
+});
