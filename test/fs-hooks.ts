@@ -1,7 +1,7 @@
 import type * as fsPromises from 'node:fs/promises';
 
 /** The fs calls a hook can run before. */
-export type Hooked = 'stat' | 'lstat' | 'mkdir' | 'readdir' | 'unlink';
+export type Hooked = 'stat' | 'lstat' | 'mkdir' | 'readdir' | 'unlink' | 'link';
 
 /** One hook per call: the path's ending it waits for, and what it does first. */
 const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>();
@@ -20,7 +20,7 @@ export function disarm(): void {
   armed.clear();
 }
 
-/** `node:fs/promises` for `vi.mock`, with `stat`, `lstat`, `mkdir`, `readdir` and `unlink` running the hook armed for them. */
+/** `node:fs/promises` for `vi.mock`, with `stat`, `lstat`, `mkdir`, `readdir`, `unlink` and `link` (by its existing path) running the hook armed for them. */
 export async function withHooks(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
@@ -44,5 +44,6 @@ export async function withHooks(
     mkdir: hooked('mkdir'),
     readdir: hooked('readdir'),
     unlink: hooked('unlink'),
+    link: hooked('link'),
   };
 }

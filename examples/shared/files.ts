@@ -418,7 +418,9 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
 /**
  * Links `source` to `to` (`linkAway`) in its folder, made first
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
- * an upload's. Its folder made a file since is a 409 (`notAFolder`). A
+ * an upload's; held in flight meanwhile (`inFlight`), so that an upload
+ * walking into one takes it back, should it fail last. Its folder made a
+ * file since is a 409 (`notAFolder`). A
  * failure once the source is no file (another request moved or deleted it
  * meanwhile) is answered as after that request (`sourceNow`), not walked
  * again: whatever the target's folders were then. Other errors of the link
@@ -426,14 +428,20 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
  */
 async function moveTo(source: string, identity: string, to: string, root: RealRoot): Promise<void> {
   const made: string[] = [];
+  const hold = (folder: string) => {
+    made.push(folder);
+    enterFolder(folder);
+  };
   try {
-    await makeParents(to, root, (folder) => made.push(folder)).catch(parentError);
+    await makeParents(to, root, hold).catch(parentError);
     const linked = (toEntry: (name: string) => string) =>
       linkAway(source, identity, toEntry(basename(to)));
     await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
   } catch (error) {
     await removeEmpty(made, root);
     throw (await sourceNow(source)) ?? error;
+  } finally {
+    leaveFolders(made);
   }
 }
 
@@ -587,12 +595,28 @@ async function againIfGone<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 /**
- * The folders made by uploads in flight, with how many uploads in flight hold
- * each: the one that made it, and those that walked into it since. Any of
- * them that fails removes it once empty, so a folder made for two uploads
- * that both fail goes with the second, whichever made it.
+ * The folders made by moves and uploads in flight, with how many of them
+ * hold each: the one that made it, and the uploads that walked into it
+ * since. Any of those uploads that fails removes it once empty, so a folder
+ * made for two uploads (or a move and an upload) that both fail goes with
+ * the second, whichever made it: the first found it holding the other's
+ * file.
  */
 const inFlight = new Map<string, number>();
+
+/** One more request in flight holds `folder`. */
+function enterFolder(folder: string): void {
+  inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
+}
+
+/** One request fewer in flight holds each of `folders`. */
+function leaveFolders(folders: readonly string[]): void {
+  for (const folder of folders) {
+    const count = (inFlight.get(folder) ?? 1) - 1;
+    if (count === 0) inFlight.delete(folder);
+    else inFlight.set(folder, count);
+  }
+}
 
 /**
  * One request's uploads, stored one after another and taken back together
@@ -685,11 +709,7 @@ export class Uploads {
 
   /** The request is over: its folders are no longer its to remove. */
   release(): void {
-    for (const folder of this.folders.splice(0)) {
-      const count = (inFlight.get(folder) ?? 1) - 1;
-      if (count === 0) inFlight.delete(folder);
-      else inFlight.set(folder, count);
-    }
+    leaveFolders(this.folders.splice(0));
   }
 
   /**
@@ -713,6 +733,6 @@ export class Uploads {
   private hold(folder: string): void {
     if (this.folders.includes(folder)) return;
     this.folders.push(folder);
-    inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
+    enterFolder(folder);
   }
 }
