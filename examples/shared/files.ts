@@ -418,30 +418,26 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
 /**
  * Links `source` to `to` (`linkAway`) in its folder, made first
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
- * an upload's; held in flight meanwhile (`inFlight`), so that an upload
- * walking into one takes it back, should it fail last. Its folder made a
- * file since is a 409 (`notAFolder`). A
+ * an upload's, with those on the way another move or upload in flight
+ * made (`HeldFolders`). Its folder made a file since is a 409
+ * (`notAFolder`). A
  * failure once the source is no file (another request moved or deleted it
  * meanwhile) is answered as after that request (`sourceNow`), not walked
  * again: whatever the target's folders were then. Other errors of the link
  * as the file system gives them.
  */
 async function moveTo(source: string, identity: string, to: string, root: RealRoot): Promise<void> {
-  const made: string[] = [];
-  const hold = (folder: string) => {
-    made.push(folder);
-    enterFolder(folder);
-  };
+  const folders = new HeldFolders();
   try {
-    await makeParents(to, root, hold).catch(parentError);
+    await folders.enter(to, root).catch(parentError);
     const linked = (toEntry: (name: string) => string) =>
       linkAway(source, identity, toEntry(basename(to)));
     await inOpenedFolder(dirname(to), root, linked).catch(notAFolder);
   } catch (error) {
-    await removeEmpty(made, root);
+    await folders.removeEmpty(root);
     throw (await sourceNow(source)) ?? error;
   } finally {
-    leaveFolders(made);
+    folders.release();
   }
 }
 
@@ -596,25 +592,57 @@ async function againIfGone<T>(attempt: () => Promise<T>): Promise<T> {
 
 /**
  * The folders made by moves and uploads in flight, with how many of them
- * hold each: the one that made it, and the uploads that walked into it
- * since. Any of those uploads that fails removes it once empty, so a folder
- * made for two uploads (or a move and an upload) that both fail goes with
- * the second, whichever made it: the first found it holding the other's
- * file.
+ * hold each: the one that made it, and those that walked into it since.
+ * Any of them that fails removes it once empty, so a folder made for two
+ * requests that both fail goes with the second, whichever made it: the
+ * first found it holding the other's file, or the other's folder.
  */
 const inFlight = new Map<string, number>();
 
-/** One more request in flight holds `folder`. */
-function enterFolder(folder: string): void {
-  inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
-}
+/**
+ * The folders one move or upload holds in `inFlight`, to take back those
+ * left empty should it fail: those it made, and those on its way another
+ * request in flight made. Call `release` once it is over.
+ */
+class HeldFolders {
+  private readonly folders: string[] = [];
 
-/** One request fewer in flight holds each of `folders`. */
-function leaveFolders(folders: readonly string[]): void {
-  for (const folder of folders) {
-    const count = (inFlight.get(folder) ?? 1) - 1;
-    if (count === 0) inFlight.delete(folder);
-    else inFlight.set(folder, count);
+  /**
+   * Makes the parents of `path`, holding each as it is made, so that a
+   * request walking in before this walk is over holds it too (else, both
+   * failing, the one that did not hold it could fail last and leave it);
+   * then, also when making the next failed, those on the way that another
+   * request in flight made. Errors as `makeParents` gives them.
+   */
+  async enter(path: string, root: RealRoot): Promise<void> {
+    try {
+      await makeParents(path, root, (folder) => this.hold(folder));
+    } finally {
+      for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
+        if (inFlight.has(folder)) this.hold(folder);
+      }
+    }
+  }
+
+  /** Removes those held that are empty (`removeEmpty`). */
+  removeEmpty(root: RealRoot): Promise<void> {
+    return removeEmpty(this.folders, root);
+  }
+
+  /** The request is over: its folders are no longer its to remove. */
+  release(): void {
+    for (const folder of this.folders.splice(0)) {
+      const count = (inFlight.get(folder) ?? 1) - 1;
+      if (count === 0) inFlight.delete(folder);
+      else inFlight.set(folder, count);
+    }
+  }
+
+  /** Holds `folder`, once. */
+  private hold(folder: string): void {
+    if (this.folders.includes(folder)) return;
+    this.folders.push(folder);
+    inFlight.set(folder, (inFlight.get(folder) ?? 0) + 1);
   }
 }
 
@@ -626,7 +654,7 @@ function leaveFolders(folders: readonly string[]): void {
 export class Uploads {
   /** The file each target took (`identityOf`): `discard` removes that one, not another request's stored there since. */
   private readonly files = new Map<string, string>();
-  private readonly folders: string[] = [];
+  private readonly folders = new HeldFolders();
 
   constructor(private readonly root: RealRoot) {}
 
@@ -656,7 +684,7 @@ export class Uploads {
 
   /** One walk to `target`'s folder and the upload stored in it; fs errors as they come (ENOENT: the folder went). */
   private async attempt(file: UploadStream, target: string): Promise<number> {
-    await this.enter(target);
+    await this.folders.enter(target, this.root);
     return inOpenedFolder(dirname(target), this.root, (entry) => this.storeIn(entry, file, target));
   }
 
@@ -704,35 +732,11 @@ export class Uploads {
       removeInFolder(path, this.root, (entry) => unlinkIf(entry, identity)),
     );
     await Promise.all(removals);
-    await removeEmpty(this.folders, this.root);
+    await this.folders.removeEmpty(this.root);
   }
 
   /** The request is over: its folders are no longer its to remove. */
   release(): void {
-    leaveFolders(this.folders.splice(0));
-  }
-
-  /**
-   * Makes the parents of `path`; holds each it makes as it is made, so
-   * that another upload walking in before this walk is over holds it too
-   * (else, both failing, the one that did not hold it would fail last and
-   * leave it); then, also when making the next failed (`discard` takes
-   * them back), those on the way an upload in flight made.
-   */
-  private async enter(path: string): Promise<void> {
-    try {
-      await makeParents(path, this.root, (folder) => this.hold(folder));
-    } finally {
-      for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
-        if (inFlight.has(folder)) this.hold(folder);
-      }
-    }
-  }
-
-  /** Holds `folder`, once: this upload's to remove, if empty, should it fail. */
-  private hold(folder: string): void {
-    if (this.folders.includes(folder)) return;
-    this.folders.push(folder);
-    enterFolder(folder);
+    this.folders.release();
   }
 }
