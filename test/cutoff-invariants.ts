@@ -36,7 +36,16 @@ export class Holdings {
   /** The folders that may stay empty: there before, or ones a request answered 2xx in. */
   private kept = new Set<string>();
 
-  constructor(start: Tree) {
+  /**
+   * `movesKnown`: the server's uploads know the folders its moves make (the
+   * Fastify example). Else (Express: the storage of @pathgate/express knows
+   * its own uploads' folders only), a new folder a failing move made may be
+   * left empty by a failing upload that walked into it.
+   */
+  constructor(
+    start: Tree,
+    private readonly movesKnown: boolean,
+  ) {
     for (const [path, text] of start.files) this.where.set(text, path);
     for (const dir of start.dirs) this.kept.add(dir);
   }
@@ -58,10 +67,19 @@ export class Holdings {
     }
     for (const { request } of done)
       for (const path of actedOn(request)) for (const dir of ancestors(path)) this.kept.add(dir);
+    if (!this.movesKnown) this.keepFailedMoves(answers);
     problems.push(...this.files(tree, moved), ...this.gone(tree, taken), ...this.folders(tree));
     this.where = new Map([...tree.files].map(([path, text]) => [text, path]));
     for (const dir of tree.dirs) this.kept.add(dir);
     return problems;
+  }
+
+  /** The folders on the way to each failed move's target may stay empty (`movesKnown`). */
+  private keepFailedMoves(answers: readonly Answered[]): void {
+    for (const { request, status } of answers) {
+      if (request.operation !== 'move' || ok(status)) continue;
+      for (const dir of ancestors(`uploads/${request.to}`)) this.kept.add(dir);
+    }
   }
 
   /** Each file is a whole stored content, once, at its path or where a 2xx move put it; no dot file. */

@@ -420,11 +420,10 @@ async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
  * (`makeParents`) and taken back should the move fail (`removeEmpty`), as
  * an upload's, with those on the way another move or upload in flight
  * made (`HeldFolders`). Its folder made a file since is a 409
- * (`notAFolder`). A
- * failure once the source is no file (another request moved or deleted it
- * meanwhile) is answered as after that request (`sourceNow`), not walked
- * again: whatever the target's folders were then. Other errors of the link
- * as the file system gives them.
+ * (`notAFolder`). A failure once the source is no file (another request
+ * moved or deleted it meanwhile) is answered as after that request
+ * (`sourceNow`), not walked again: whatever the target's folders were
+ * then. Other errors of the link as the file system gives them.
  */
 async function moveTo(source: string, identity: string, to: string, root: RealRoot): Promise<void> {
   const folders = new HeldFolders();
