@@ -222,6 +222,38 @@ describe('resolveSymlinks', () => {
   });
 
   it.each([
+    // The folder's own name limit: the kernel's ENAMETOOLONG is about the last name.
+    ['4,095 with a last name of 300 bytes is missing there', 4095, 100, 'resolves'],
+    // The whole path's limit: lstat's ENAMETOOLONG says nothing of the name.
+    ['4,096 with a last name of 180 bytes throws', 4096, 60, 'ENAMETOOLONG'],
+  ])(
+    'counts PATH_MAX on the path a link leads to, in UTF-8 bytes: %s',
+    (_what, bytes, euros, want) => {
+      // The input is short; its link leads to a folder whose path, with the last name, has `bytes`.
+      const name = '€'.repeat(euros);
+      const folderBytes = bytes - 1 - Buffer.byteLength(name);
+      let deep = expected('far');
+      while (folderBytes - Buffer.byteLength(deep) > 255) deep += `/${'d'.repeat(200)}`;
+      deep += `/${'d'.repeat(folderBytes - Buffer.byteLength(deep) - 1)}`;
+      fs.mkdirSync(deep, { recursive: true });
+      const leads = `sandbox/leads-${bytes}`;
+      link(leads, deep);
+      const walked = `${deep}/${name}`;
+      const got = (() => {
+        try {
+          return resolveSymlinks(at(`${leads}/${name}`));
+        } catch (error) {
+          return (error as { code?: string }).code;
+        }
+      })();
+      expect([Buffer.byteLength(walked), got]).toEqual([
+        bytes,
+        want === 'resolves' ? walked : want,
+      ]);
+    },
+  );
+
+  it.each([
     ['a relative path', 'sandbox/file.txt'],
     ['an empty path', ''],
     ['a non-string', 42 as unknown as string],
