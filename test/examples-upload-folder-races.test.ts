@@ -1,8 +1,11 @@
 import { readdirSync, watch } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { begin, cutUpload as cut, EXAMPLES, postFiles, postJson, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
+
+type Begun = ReturnType<typeof begin>;
+
 import { beforeNext, disarm } from './fs-hooks.js';
 
 // Two requests (uploads, or a move and an upload) into the same new
@@ -43,6 +46,29 @@ function signal(): { reached: Promise<void>; reach: () => void } {
 
 const FASTIFY = EXAMPLES.filter(({ name }) => name === 'fastify');
 
+/** An upload begun, to be cut (`cut`), once its walk reached its file's name and the file is open in `folder`. */
+async function openIn(port: number, name: string, folder: string): Promise<Begun> {
+  const walked = signal();
+  beforeNext('lstat', `/${basename(name)}`, async () => walked.reach());
+  const upload = begin(port, cut(name));
+  await walked.reached;
+  await holding(folder, 1);
+  return upload;
+}
+
+/** Cuts `upload` once `stored` and its file is open in `folder`: it fails, and uploads/ is as it was. */
+async function failsLeavingNothing(
+  root: string,
+  upload: Begun,
+  stored: Promise<void>,
+  folder: string,
+): Promise<void> {
+  await stored;
+  await holding(folder, 1);
+  expect((await upload.end()).status).toBe(400);
+  expect(readdirSync(join(root, 'uploads'))).toEqual(['hello.txt']);
+}
+
 describe.each(FASTIFY)('the $name example, two failing uploads into new folders', (example) => {
   const app = startedForSuite(example);
   afterEach(disarm);
@@ -64,6 +90,39 @@ describe.each(FASTIFY)('the $name example, two failing uploads into new folders'
     expect((await first.end()).status).toBe(400);
     expect((await later?.end())?.status).toBe(400);
     expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
+  });
+
+  it("the second walking deeper through the first one's folder, the first failing mid-walk: neither is left", async () => {
+    const outer = join(app.root, 'uploads', 'through');
+    const first = await openIn(app.port, 'through/x.bin', outer);
+    const stored = signal();
+    // The second found through/ there and made through/in/: the first fails
+    // then, through/ not empty, before the second's walk is over.
+    beforeNext('mkdir', '/deep', async () => {
+      expect((await first.end()).status).toBe(400);
+      expect(readdirSync(outer)).toEqual(['in']);
+      beforeNext('lstat', '/y.bin', async () => stored.reach());
+    });
+    const second = begin(app.port, cut('through/in/deep/y.bin'));
+    await failsLeavingNothing(app.root, second, stored.reached, join(outer, 'in', 'deep'));
+  });
+
+  it('the second walking into a folder the first made after the second looked, the first failing mid-walk: neither is left', async () => {
+    const outer = join(app.root, 'uploads', 'late');
+    const stored = signal();
+    // The second found uploads/ and is about to make late/: the first makes
+    // it meanwhile and opens its file there. The second walks in, makes
+    // late/in/, and the first fails then, late/ not empty.
+    beforeNext('mkdir', '/late', async () => {
+      const first = await openIn(app.port, 'late/x.bin', outer);
+      beforeNext('mkdir', '/deep', async () => {
+        expect((await first.end()).status).toBe(400);
+        expect(readdirSync(outer)).toEqual(['in']);
+        beforeNext('lstat', '/y.bin', async () => stored.reach());
+      });
+    });
+    const second = begin(app.port, cut('late/in/deep/y.bin'));
+    await failsLeavingNothing(app.root, second, stored.reached, join(outer, 'in', 'deep'));
   });
 });
 

@@ -59,18 +59,20 @@ function clientError(error: unknown): never {
  * Creates the parent folders of `path`, each in the one above it opened and
  * confirmed the one checked (`openFolder`), never along the path again:
  * a folder on the way swapped for a link is not followed (on Linux; where
- * /proc cannot be read, the check before stands alone). Tells `made` of
- * each one it made, the shallowest first, as soon as it is made: a failure
- * further down leaves them to the caller to take back, and another walk
- * may find it there before this one is over. Errors as the file system
- * gives them (`parentError`).
+ * /proc cannot be read, the check before stands alone). Tells `walked` of
+ * the nearest folder found there, then of each one on the way, the
+ * shallowest first, as soon as it is there: a failure further down leaves
+ * those it made to the caller to take back, and another request may fail
+ * or walk in before this walk is over. Errors as the file system gives
+ * them (`parentError`).
  */
-async function makeParents(path: string, root: RealRoot, made: Made): Promise<void> {
+async function makeParents(path: string, root: RealRoot, walked: Walked): Promise<void> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
+  walked(found, false);
   if (found === parent) return;
   const names = parent.slice(found.length).split('/').filter(Boolean);
-  await makeIn(await openFolder(found, root), found, names, root, made);
+  await makeIn(await openFolder(found, root), found, names, root, walked);
 }
 
 /**
@@ -88,22 +90,22 @@ async function nearestFolder(dir: string): Promise<string> {
   return dir;
 }
 
-/** Told of each folder a walk made, as soon as it is made. */
-type Made = (folder: string) => void;
+/** Told of a folder on a walk's way as soon as it is there: `made` by this walk, or found there. */
+type Walked = (folder: string, made: boolean) => void;
 
 /**
  * Makes the folders `names` in `dir`, open (`opened`, closed here), each
  * in the one made before it, opened through it (`MADE_FOLDER_FLAGS`) and
  * confirmed at its path; each folder closed once the next is open, so a
  * deep path holds two descriptors at most, not one per folder. One there
- * already (another request made it) is walked into, not told to `made`.
+ * already (another request made it) is walked into, told as not made.
  */
 async function makeIn(
   opened: OpenFolder,
   dir: string,
   names: string[],
   root: RealRoot,
-  made: Made,
+  walked: Walked,
 ): Promise<void> {
   let current = opened;
   let folder = dir;
@@ -111,7 +113,7 @@ async function makeIn(
     for (const [index, name] of names.entries()) {
       const at = `${current.base}/${name}`;
       folder = `${folder}/${name}`;
-      if (await makeFolder(at)) made(folder);
+      walked(folder, await makeFolder(at));
       if (index === names.length - 1) return;
       const next = await openFolder(folder, root, { path: at, flags: MADE_FOLDER_FLAGS });
       await current.handle.close();
@@ -607,20 +609,24 @@ class HeldFolders {
   private readonly folders: string[] = [];
 
   /**
-   * Makes the parents of `path`, holding each as it is made, so that a
-   * request walking in before this walk is over holds it too (else, both
-   * failing, the one that did not hold it could fail last and leave it);
-   * then, also when making the next failed, those on the way that another
-   * request in flight made. Errors as `makeParents` gives them.
+   * Makes the parents of `path`, holding each folder on the way as soon as
+   * it is there: each one it makes, and each one found there that another
+   * request in flight made (with those above). Not once the walk is over:
+   * a request that walks in meanwhile must find it held, and one that fails
+   * meanwhile, finding it not empty, gives it up to this one. Errors as
+   * `makeParents` gives them.
    */
-  async enter(path: string, root: RealRoot): Promise<void> {
-    try {
-      await makeParents(path, root, (folder) => this.hold(folder));
-    } finally {
-      for (let folder = dirname(path); folder !== dirname(folder); folder = dirname(folder)) {
-        if (inFlight.has(folder)) this.hold(folder);
+  enter(path: string, root: RealRoot): Promise<void> {
+    return makeParents(path, root, (folder, made) => this.take(folder, made));
+  }
+
+  /** A folder on the way: held if made here, else with those above it, where a request in flight made them. */
+  private take(folder: string, made: boolean): void {
+    if (made) this.hold(folder);
+    else
+      for (let at = folder; at !== dirname(at); at = dirname(at)) {
+        if (inFlight.has(at)) this.hold(at);
       }
-    }
   }
 
   /** Removes those held that are empty (`removeEmpty`). */
