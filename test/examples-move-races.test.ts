@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EXAMPLES, postFiles, postJson, type Sent, send } from './examples.js';
@@ -72,6 +72,19 @@ describe.each(EXAMPLES)('the $name example, a move walking to its target', (exam
     const got = await heldWhile('unlink', '/held.txt', others, move('held.txt', 'target.txt'));
     expect([got.status, got.body.message]).toEqual([404, 'no such file or folder']);
     expect([left('target.txt'), left('away.txt'), left('on.txt')]).toEqual(['new', 'held', 'held']);
+  });
+
+  it('whose file another move takes once linked: a 404, its own copy taken back', async () => {
+    await send(app.port, postFiles('/api/upload', ['file', 'twice.txt', 'twice']));
+    const got = await heldWhile(
+      'unlink',
+      '/twice.txt',
+      [move('twice.txt', 'first.txt')],
+      move('twice.txt', 'second.txt'),
+    );
+    expect([got.status, got.body.message]).toEqual([404, 'no such file or folder']);
+    const second = existsSync(join(app.root, 'uploads', 'second.txt'));
+    expect([left('first.txt'), second]).toEqual(['twice', false]);
   });
 
   it('of a file a listing is reading: the listing names it once, where it went', async () => {

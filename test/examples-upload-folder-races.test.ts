@@ -174,3 +174,32 @@ describe.each(FASTIFY)(
     });
   },
 );
+
+// A request over gives up its folders: on a long-running server a folder
+// once made in flight, left by a success, is no failure's to take back.
+describe.each(FASTIFY)('the $name example, a folder a success made', (example) => {
+  const app = startedForSuite(example);
+  const moveJson = (from: string, to: string) =>
+    postJson('/api/move', JSON.stringify({ from: `uploads/${from}`, to: `uploads/${to}` }));
+
+  it.each([
+    [
+      'an upload, its file deleted since',
+      'by-upload',
+      [
+        postFiles('/api/upload', ['file', 'by-upload/a.txt', 'a']),
+        { method: 'DELETE', path: '/files/uploads/by-upload/a.txt' },
+      ],
+    ],
+    [
+      'a move, its file moved back since',
+      'by-move',
+      [moveJson('hello.txt', 'by-move/h.txt'), moveJson('by-move/h.txt', 'hello.txt')],
+    ],
+  ])('by %s, stays when an upload into it fails', async (_by, folder, sent) => {
+    for (const one of sent) expect((await send(app.port, one)).status).toBeLessThan(300);
+    expect(readdirSync(join(app.root, 'uploads', folder))).toEqual([]);
+    expect((await begin(app.port, cut(`${folder}/b.bin`)).end()).status).toBe(400);
+    expect(readdirSync(join(app.root, 'uploads'))).toContain(folder);
+  });
+});
