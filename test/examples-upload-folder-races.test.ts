@@ -1,12 +1,13 @@
 import { readdirSync, watch } from 'node:fs';
 import { basename, join } from 'node:path';
+import { setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { begin, cutUpload as cut, EXAMPLES, postFiles, postJson, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
 
 type Begun = ReturnType<typeof begin>;
 
-import { beforeNext, disarm } from './fs-hooks.js';
+import { afterNext, beforeNext, disarm } from './fs-hooks.js';
 
 // Two requests (uploads, or a move and an upload) into the same new
 // folders, both failing, one walking in while the other is still at work:
@@ -105,6 +106,29 @@ describe.each(FASTIFY)('the $name example, two failing uploads into new folders'
     });
     const second = begin(app.port, cut('through/in/deep/y.bin'));
     await failsLeavingNothing(app.root, second, stored.reached, join(outer, 'in', 'deep'));
+  });
+
+  it('the second finding the folder the first made before the first is told it made it: neither is left', async () => {
+    const outer = join(app.root, 'uploads', 'told');
+    const looked = signal();
+    let second: Begun | undefined;
+    // The first's mkdir of told/ is done, but its answer reaches it only a
+    // turn after the second's stat found told/ there: the thread pool's
+    // answers may arrive in another order than the calls ran.
+    afterNext('mkdir', '/told', async () => {
+      afterNext('stat', '/told', async () => looked.reach());
+      second = begin(app.port, cut('told/in/y.bin'));
+      await looked.reached;
+      await turn();
+    });
+    const first = begin(app.port, cut('told/x.bin'));
+    await looked.reached;
+    await holding(outer, 2);
+    await holding(join(outer, 'in'), 1);
+    expect((await first.end()).status).toBe(400);
+    expect(readdirSync(outer)).toEqual(['in']);
+    expect((await second?.end())?.status).toBe(400);
+    expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
   });
 
   it('the second walking into a folder the first made after the second looked, the first failing mid-walk: neither is left', async () => {

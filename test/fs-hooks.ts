@@ -3,8 +3,8 @@ import type * as fsPromises from 'node:fs/promises';
 /** The fs calls a hook can run before. */
 export type Hooked = 'stat' | 'lstat' | 'mkdir' | 'readdir' | 'unlink' | 'link';
 
-/** One hook per call: the path's ending it waits for, and what it does first. */
-const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>();
+/** One hook per call: the path's ending it waits for, what it does, and whether before the call or after it. */
+const armed = new Map<Hooked, { ending: string; action: () => Promise<void>; after: boolean }>();
 
 /**
  * Arms a hook: the next `call` whose path ends with `ending` first runs
@@ -12,7 +12,15 @@ const armed = new Map<Hooked, { ending: string; action: () => Promise<void> }>()
  * right then: a request held at a known point, with no timing.
  */
 export function beforeNext(call: Hooked, ending: string, action: () => Promise<void>): void {
-  armed.set(call, { ending, action });
+  armed.set(call, { ending, action, after: false });
+}
+
+/**
+ * Arms a hook that runs `action` once the next such `call` is done, before
+ * its caller is told: an answer that reaches its caller later than others.
+ */
+export function afterNext(call: Hooked, ending: string, action: () => Promise<void>): void {
+  armed.set(call, { ending, action, after: true });
 }
 
 /** Drops the hooks no call ran: none waits for the next test. */
@@ -25,17 +33,21 @@ export async function withHooks(
   importOriginal: () => Promise<typeof fsPromises>,
 ): Promise<typeof fsPromises> {
   const fs = await importOriginal();
-  const hook = async (call: Hooked, path: unknown) => {
+  /** The hook armed for `call` on `path`, taken (it runs once), if any. */
+  const take = (call: Hooked, path: unknown) => {
     const next = armed.get(call);
-    if (next === undefined || !String(path).endsWith(next.ending)) return;
+    if (next === undefined || !String(path).endsWith(next.ending)) return undefined;
     armed.delete(call);
-    await next.action();
+    return next;
   };
-  /** `fs[call]`, running the hook first. */
+  /** `fs[call]`, running the hook before or after it. */
   const hooked = <K extends Hooked>(call: K) =>
     (async (path: unknown, ...rest: unknown[]) => {
-      await hook(call, path);
-      return (fs[call] as (...args: unknown[]) => unknown)(path, ...rest);
+      const next = take(call, path);
+      if (next !== undefined && !next.after) await next.action();
+      const done = (fs[call] as (...args: unknown[]) => Promise<unknown>)(path, ...rest);
+      if (next?.after) await done.then(next.action, next.action);
+      return done;
     }) as unknown as (typeof fs)[K];
   return {
     ...fs,

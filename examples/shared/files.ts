@@ -61,7 +61,8 @@ function clientError(error: unknown): never {
  * a folder on the way swapped for a link is not followed (on Linux; where
  * /proc cannot be read, the check before stands alone). Tells `walked` of
  * the nearest folder found there, then of each one on the way, the
- * shallowest first, as soon as it is there: a failure further down leaves
+ * shallowest first, as soon as it is there (after the walk making it, if
+ * one is: `beingMade`): a failure further down leaves
  * those it made to the caller to take back, and another request may fail
  * or walk in before this walk is over. Errors as the file system gives
  * them (`parentError`).
@@ -69,6 +70,7 @@ function clientError(error: unknown): never {
 async function makeParents(path: string, root: RealRoot, walked: Walked): Promise<void> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
+  await makerTold(beingMade.get(found));
   walked(found, false);
   if (found === parent) return;
   const names = parent.slice(found.length).split('/').filter(Boolean);
@@ -113,7 +115,7 @@ async function makeIn(
     for (const [index, name] of names.entries()) {
       const at = `${current.base}/${name}`;
       folder = `${folder}/${name}`;
-      walked(folder, await makeFolder(at));
+      await makeTelling(at, folder, walked);
       if (index === names.length - 1) return;
       const next = await openFolder(folder, root, { path: at, flags: MADE_FOLDER_FLAGS });
       await current.handle.close();
@@ -121,6 +123,37 @@ async function makeIn(
     }
   } finally {
     await current.handle.close();
+  }
+}
+
+/**
+ * The folders walks in flight are making, each with the first one's mkdir.
+ * mkdir's and stat's answers can arrive in another order than the calls
+ * ran: a walk that finds a folder there (EEXIST, or `nearestFolder`) while
+ * another is making it waits for that mkdir, so that its maker is told
+ * first (and holds it: `HeldFolders`), and this walk finds it held.
+ */
+const beingMade = new Map<string, Promise<boolean>>();
+
+/** Once `maker` (a walk's mkdir, if any) has settled, its walk told of it. */
+const makerTold = (maker: Promise<boolean> | undefined) =>
+  maker?.then(
+    () => {},
+    () => {},
+  );
+
+/** Makes `folder` (at `at`) and tells `walked`: after its maker, when another walk made it. */
+async function makeTelling(at: string, folder: string, walked: Walked): Promise<void> {
+  const first = beingMade.get(folder);
+  const attempt = makeFolder(at);
+  if (first === undefined) beingMade.set(folder, attempt);
+  try {
+    // The maker's own reaction to its mkdir runs before any other walk's.
+    const made = await attempt;
+    if (!made) await makerTold(first);
+    walked(folder, made);
+  } finally {
+    if (beingMade.get(folder) === attempt) beingMade.delete(folder);
   }
 }
 
