@@ -7,7 +7,7 @@ import { startedForSuite } from './fixture.js';
 
 type Begun = ReturnType<typeof begin>;
 
-import { afterNext, beforeNext, disarm } from './fs-hooks.js';
+import { afterNext, aroundNext, beforeNext, disarm } from './fs-hooks.js';
 
 // Two requests (uploads, or a move and an upload) into the same new
 // folders, both failing, one walking in while the other is still at work:
@@ -128,6 +128,36 @@ describe.each(FASTIFY)('the $name example, two failing uploads into new folders'
     expect((await first.end()).status).toBe(400);
     expect(readdirSync(outer)).toEqual(['in']);
     expect((await second?.end())?.status).toBe(400);
+    expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
+  });
+
+  it('the second told EEXIST for the folder the first made before the first is told it made it: neither is left', async () => {
+    const outer = join(app.root, 'uploads', 'both');
+    const firstDone = signal();
+    const secondDone = signal();
+    let first: Begun | undefined;
+    // The second calls mkdir of both/ first but runs it after the first's,
+    // which made it: the second's EEXIST reaches it a turn before the
+    // first learns that it made the folder.
+    aroundNext('mkdir', '/both', {
+      before: async () => {
+        afterNext('mkdir', '/both', async () => {
+          firstDone.reach();
+          await secondDone.reached;
+          await turn();
+        });
+        first = begin(app.port, cut('both/x.bin'));
+        await firstDone.reached;
+      },
+      after: async () => secondDone.reach(),
+    });
+    const second = begin(app.port, cut('both/in/y.bin'));
+    await secondDone.reached;
+    await holding(outer, 2);
+    await holding(join(outer, 'in'), 1);
+    expect((await first?.end())?.status).toBe(400);
+    expect(readdirSync(outer)).toEqual(['in']);
+    expect((await second.end()).status).toBe(400);
     expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
   });
 

@@ -3,8 +3,14 @@ import type * as fsPromises from 'node:fs/promises';
 /** The fs calls a hook can run before. */
 export type Hooked = 'stat' | 'lstat' | 'mkdir' | 'readdir' | 'unlink' | 'link';
 
-/** One hook per call: the path's ending it waits for, what it does, and whether before the call or after it. */
-const armed = new Map<Hooked, { ending: string; action: () => Promise<void>; after: boolean }>();
+/** What a hook does before a call, and once it is done before its caller is told. */
+interface Actions {
+  before?: () => Promise<void>;
+  after?: () => Promise<void>;
+}
+
+/** One hook per call: the path's ending it waits for, and its actions. */
+const armed = new Map<Hooked, Actions & { ending: string }>();
 
 /**
  * Arms a hook: the next `call` whose path ends with `ending` first runs
@@ -12,7 +18,7 @@ const armed = new Map<Hooked, { ending: string; action: () => Promise<void>; aft
  * right then: a request held at a known point, with no timing.
  */
 export function beforeNext(call: Hooked, ending: string, action: () => Promise<void>): void {
-  armed.set(call, { ending, action, after: false });
+  aroundNext(call, ending, { before: action });
 }
 
 /**
@@ -20,7 +26,12 @@ export function beforeNext(call: Hooked, ending: string, action: () => Promise<v
  * its caller is told: an answer that reaches its caller later than others.
  */
 export function afterNext(call: Hooked, ending: string, action: () => Promise<void>): void {
-  armed.set(call, { ending, action, after: true });
+  aroundNext(call, ending, { after: action });
+}
+
+/** Arms both: `before` the next such `call`, and `after` it is done. */
+export function aroundNext(call: Hooked, ending: string, actions: Actions): void {
+  armed.set(call, { ending, ...actions });
 }
 
 /** Drops the hooks no call ran: none waits for the next test. */
@@ -44,9 +55,10 @@ export async function withHooks(
   const hooked = <K extends Hooked>(call: K) =>
     (async (path: unknown, ...rest: unknown[]) => {
       const next = take(call, path);
-      if (next !== undefined && !next.after) await next.action();
+      await next?.before?.();
       const done = (fs[call] as (...args: unknown[]) => Promise<unknown>)(path, ...rest);
-      if (next?.after) await done.then(next.action, next.action);
+      const after = next?.after;
+      if (after !== undefined) await done.then(after, after);
       return done;
     }) as unknown as (typeof fs)[K];
   return {

@@ -70,7 +70,7 @@ function clientError(error: unknown): never {
 async function makeParents(path: string, root: RealRoot, walked: Walked): Promise<void> {
   const parent = dirname(path);
   const found = await nearestFolder(parent);
-  await makerTold(beingMade.get(found));
+  await makersTold(found);
   walked(found, false);
   if (found === parent) return;
   const names = parent.slice(found.length).split('/').filter(Boolean);
@@ -127,33 +127,33 @@ async function makeIn(
 }
 
 /**
- * The folders walks in flight are making, each with the first one's mkdir.
- * mkdir's and stat's answers can arrive in another order than the calls
- * ran: a walk that finds a folder there (EEXIST, or `nearestFolder`) while
- * another is making it waits for that mkdir, so that its maker is told
- * first (and holds it: `HeldFolders`), and this walk finds it held.
+ * The folders walks in flight are making, each with their mkdirs. mkdir's
+ * and stat's answers come back in another order than the calls ran: a walk
+ * that finds a folder there (EEXIST, or `nearestFolder`) while others are
+ * making it waits for their mkdirs, so that its maker is told first (and
+ * holds it: `HeldFolders`), and this walk finds it held.
  */
-const beingMade = new Map<string, Promise<boolean>>();
+const beingMade = new Map<string, Set<Promise<boolean>>>();
 
-/** Once `maker` (a walk's mkdir, if any) has settled, its walk told of it. */
-const makerTold = (maker: Promise<boolean> | undefined) =>
-  maker?.then(
-    () => {},
-    () => {},
-  );
+/** Once every walk making `folder` (`beingMade`) has been told how its mkdir went. */
+const makersTold = async (folder: string) => {
+  await Promise.allSettled(beingMade.get(folder) ?? []);
+};
 
 /** Makes `folder` (at `at`) and tells `walked`: after its maker, when another walk made it. */
 async function makeTelling(at: string, folder: string, walked: Walked): Promise<void> {
-  const first = beingMade.get(folder);
+  const attempts = beingMade.get(folder) ?? new Set();
+  beingMade.set(folder, attempts);
   const attempt = makeFolder(at);
-  if (first === undefined) beingMade.set(folder, attempt);
+  attempts.add(attempt);
   try {
     // The maker's own reaction to its mkdir runs before any other walk's.
     const made = await attempt;
-    if (!made) await makerTold(first);
+    if (!made) await makersTold(folder);
     walked(folder, made);
   } finally {
-    if (beingMade.get(folder) === attempt) beingMade.delete(folder);
+    attempts.delete(attempt);
+    if (attempts.size === 0 && beingMade.get(folder) === attempts) beingMade.delete(folder);
   }
 }
 
