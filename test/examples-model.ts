@@ -85,6 +85,13 @@ export class SandboxModel {
     return this.rootBytes + rel.reduce((sum, name) => sum + 1 + Buffer.byteLength(name), 0);
   }
 
+  /** What is at `rel`, or the answer when nothing is: a name too long (400), or none there (404). */
+  private there(rel: readonly string[]): Exclude<Kind, 'missing'> | Observed {
+    if (this.meetsLongName(rel)) return failed(400, 'name too long');
+    const kind = this.kind(rel);
+    return kind === 'missing' ? failed(404, 'no such file or folder') : kind;
+  }
+
   /** What `rel` is: below a file or a missing folder nothing is. */
   private kind(rel: readonly string[]): Kind {
     const path = rel.join('/');
@@ -155,9 +162,8 @@ export class SandboxModel {
   list(dir: string): Observed {
     const verdict = this.judge(dir, 'read');
     if (!verdict.ok) return denied(verdict.reason, 'query.dir');
-    if (this.meetsLongName(verdict.rel)) return failed(400, 'name too long');
-    const kind = this.kind(verdict.rel);
-    if (kind === 'missing') return failed(404, 'no such file or folder');
+    const kind = this.there(verdict.rel);
+    if (typeof kind !== 'string') return kind;
     if (kind === 'file') return failed(400, 'not a folder');
     return json(200, { entries: this.entries(verdict.rel.join('/')) });
   }
@@ -196,9 +202,8 @@ export class SandboxModel {
   private file(path: string, mode: 'read' | 'write'): Found {
     const verdict = this.judge(path, mode);
     if (!verdict.ok) return { ok: false, answer: denied(verdict.reason, 'params.*') };
-    if (this.meetsLongName(verdict.rel)) return { ok: false, answer: failed(400, 'name too long') };
-    const kind = this.kind(verdict.rel);
-    if (kind === 'missing') return { ok: false, answer: failed(404, 'no such file or folder') };
+    const kind = this.there(verdict.rel);
+    if (typeof kind !== 'string') return { ok: false, answer: kind };
     if (kind === 'dir') return { ok: false, answer: failed(400, 'not a file') };
     return { ok: true, path: verdict.rel.join('/') };
   }
@@ -208,9 +213,8 @@ export class SandboxModel {
     if (!source.ok) return denied(source.reason, 'body.from');
     const target = this.judge(to, 'write');
     if (!target.ok) return denied(target.reason, 'body.to');
-    if (this.meetsLongName(source.rel)) return failed(400, 'name too long');
-    const kind = this.kind(source.rel);
-    if (kind === 'missing') return failed(404, 'no such file or folder');
+    const kind = this.there(source.rel);
+    if (typeof kind !== 'string') return kind;
     if (kind === 'dir') return failed(400, 'not a file');
     const placed = this.place(target.rel);
     if (!placed.ok) return placed.answer;
