@@ -61,11 +61,10 @@ function clientError(error: unknown): never {
  * a folder on the way swapped for a link is not followed (on Linux; where
  * /proc cannot be read, the check before stands alone). Tells `walked` of
  * the nearest folder found there, then of each one on the way, the
- * shallowest first, as soon as it is there (after the walk making it, if
- * one is: `beingMade`): a failure further down leaves
- * those it made to the caller to take back, and another request may fail
- * or walk in before this walk is over. Errors as the file system gives
- * them (`parentError`).
+ * shallowest first, as soon as it is there (after the walks making it, if
+ * any: `beingMade`): a failure further down leaves those it made to the
+ * caller to take back, and another request may fail or walk in before
+ * this walk is over. Errors as the file system gives them (`parentError`).
  */
 async function makeParents(path: string, root: RealRoot, walked: Walked): Promise<void> {
   const parent = dirname(path);
