@@ -158,6 +158,7 @@ const MISSING = deny('missing-path');
 const NUL = deny('nul-byte');
 const NOT_STRING = deny('not-a-string');
 const BAD_UNICODE = deny('invalid-unicode');
+const TOO_LONG = deny('path-too-long');
 
 const BAD_ESCAPE = refused(
   400,
@@ -324,6 +325,12 @@ const PARAMS: readonly CorpusRow[] = [
   ),
   param('dotdotpwn', '3 KiB of ../', `${'../'.repeat(1000)}etc/passwd`, N),
   param(
+    'threat model',
+    '1000 down, 1000 up, into public (5 KiB as sent, short once canonical)',
+    `${'a/'.repeat(1000)}${'../'.repeat(1000)}public/x`,
+    TOO_LONG,
+  ),
+  param(
     'dotdotpwn',
     '2000 levels inside public',
     `public/${'a/'.repeat(2000)}x`,
@@ -331,8 +338,8 @@ const PARAMS: readonly CorpusRow[] = [
   ),
   param(
     'dotdotpwn',
-    '1000 down, 1000 up, into public',
-    `${'a/'.repeat(1000)}${'../'.repeat(1000)}public/x`,
+    '600 down, 600 up, into public',
+    `${'a/'.repeat(600)}${'../'.repeat(600)}public/x`,
     ok(`${S}/public/x`),
   ),
   param(
@@ -556,7 +563,7 @@ const HEADERS: readonly CorpusRow[] = [
   header('contract', 'absolute, inside the root', '/srv/root/public/a', ok(`${S}/public/a`)),
   header('PayloadsAllTheThings', 'file:///etc/passwd', 'file:///etc/passwd', N),
   header('PayloadsAllTheThings', '~root', '~root', N),
-  header('dotdotpwn', '9 KiB of ../', `${'../'.repeat(3000)}etc`, N),
+  header('dotdotpwn', '9 KiB of ../', `${'../'.repeat(3000)}etc`, TOO_LONG),
   header('threat model', '%00 is three characters', 'public/a%00', ok(`${S}/public/a%00`)),
 ];
 
@@ -712,12 +719,30 @@ const JSONS: readonly CorpusRow[] = [
   json('PayloadsAllTheThings', '~root', '{"path":"~root"}', N),
   json('contract', 'uploads/. (uploads itself)', '{"path":"uploads/."}', ok(`${S}/uploads`)),
   json('contract', 'uploads/.. (the root)', '{"path":"uploads/.."}', N),
-  json('dotdotpwn', '15 KiB of ../', `{"path":"${'../'.repeat(5000)}etc/passwd"}`, N),
+  json('dotdotpwn', '15 KiB of ../', `{"path":"${'../'.repeat(5000)}etc/passwd"}`, TOO_LONG),
   json(
-    'dotdotpwn',
-    'a 10,000-character name',
-    `{"path":"uploads/${'a'.repeat(10_000)}"}`,
-    ok(`${S}/uploads/${'a'.repeat(10_000)}`),
+    'threat model',
+    'a 4,096-character value (the longest checked)',
+    `{"path":"uploads/${'a'.repeat(4088)}"}`,
+    ok(`${S}/uploads/${'a'.repeat(4088)}`),
+  ),
+  json(
+    'threat model',
+    'a 4,097-character value',
+    `{"path":"uploads/${'a'.repeat(4089)}"}`,
+    TOO_LONG,
+  ),
+  json(
+    'threat model',
+    '4,096 characters, 8 KiB of UTF-8 (counted in characters)',
+    `{"path":"uploads/${'é'.repeat(4088)}"}`,
+    ok(`${S}/uploads/${'é'.repeat(4088)}`),
+  ),
+  json(
+    'threat model',
+    '40,000 U+0344 (costly to normalize; below the 100 KB body limit of express.json())',
+    `{"path":"uploads/${'\u0344'.repeat(40_000)}"}`,
+    TOO_LONG,
   ),
   json('contract', 'a byte order mark', '\uFEFF{"path":"uploads/a"}', ok(`${S}/uploads/a`), {
     value: { path: 'uploads/a' },
@@ -1145,6 +1170,13 @@ const UPLOADS: readonly CorpusRow[] = [
     file(`${'a'.repeat(300)}.png`),
     ok(`${S}/uploads/${'a'.repeat(300)}.png`),
     { value: [`${'a'.repeat(300)}.png`] },
+  ),
+  upload(
+    'threat model',
+    'a 5,000-character name',
+    file(`${'a'.repeat(4996)}.png`),
+    deny('path-too-long', 'file upload'),
+    { value: [`${'a'.repeat(4996)}.png`] },
   ),
 ];
 

@@ -16,6 +16,7 @@ import {
   requiredParams,
   UNEXPECTED_FILE,
 } from '../src/index.js';
+import { MAX_PATH_LENGTH } from '../src/route-guard.js';
 import { runGuard } from './guard-run.js';
 
 // DESIGN.md, "The adapters": the framework-free request guard both adapters
@@ -1131,6 +1132,93 @@ describe('checkRequest: `under` joins the value as a relative path', () => {
 });
 
 // --- checkFile ------------------------------------------------------------------------------
+
+describe('path-too-long: a value longer than MAX_PATH_LENGTH is refused unread', () => {
+  const asked: string[] = [];
+  const watched = new PermissionPolicy({
+    root: ROOT,
+    permissions: { fs: ['rw:uploads/**', 'docs/**'] },
+    resolve: (path) => {
+      asked.push(path);
+      return path;
+    },
+  });
+  const guard = guardOf(
+    {
+      mode: 'write',
+      paths: [
+        { body: 'path', optional: true },
+        { body: 'list', optional: true },
+        { query: 'name', under: 'uploads', optional: true },
+        { file: 'doc', under: 'uploads' },
+      ],
+    },
+    watched,
+  );
+  /** `uploads/` and as many `a`s as make `length` characters. */
+  const ofLength = (length: number) => `uploads/${'a'.repeat(length - 8)}`;
+
+  it('checks 4,096 characters and refuses 4,097, before canonicalizing or resolving', () => {
+    expect(MAX_PATH_LENGTH).toBe(4096);
+    asked.length = 0;
+    const at = runGuard(guard, { body: { path: ofLength(4096) } });
+    expect(at.info.body).toEqual({ path: `${ROOT}/${ofLength(4096)}` });
+    expect(asked).toEqual([`${ROOT}/${ofLength(4096)}`]);
+    asked.length = 0;
+    expect(runGuard(guard, { body: { path: ofLength(4097) } }).result).toEqual({
+      ok: false,
+      denial: { reason: 'path-too-long', label: 'body.path' },
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it('counts UTF-16 code units as sent: 4,096 two-byte letters pass, a value short once canonical does not', () => {
+    const wide = `uploads/${'é'.repeat(4088)}`;
+    expect(runGuard(guard, { body: { path: wide } }).info.body).toEqual({
+      path: `${ROOT}/${wide}`,
+    });
+    const padded = `${'./'.repeat(2045)}uploads/x`;
+    expect(padded.length).toBe(4099);
+    expect(denialOf(runGuard(guard, { body: { path: padded } }).result).reason).toBe(
+      'path-too-long',
+    );
+  });
+
+  it('counts the value, not the `under` it is joined below', () => {
+    const name = 'a'.repeat(4096);
+    expect(runGuard(guard, { query: { name } }).info.query).toEqual({
+      name: `${ROOT}/uploads/${name}`,
+    });
+    expect(denialOf(runGuard(guard, { query: { name: `${name}a` } }).result)).toEqual({
+      reason: 'path-too-long',
+      label: 'query.name',
+    });
+  });
+
+  it('refuses a list for one long element, and a multipart filename', () => {
+    const list = ['uploads/a', ofLength(5000)];
+    expect(denialOf(runGuard(guard, { body: { list } }).result)).toEqual({
+      reason: 'path-too-long',
+      label: 'body.list',
+    });
+    expect(guard.checkFile('doc', 'a'.repeat(4097))).toEqual({
+      ok: false,
+      denial: { reason: 'path-too-long', label: 'file doc' },
+    });
+    expect(fileOf(guard.checkFile('doc', 'a'.repeat(4096))).path).toBe(
+      `${ROOT}/uploads/${'a'.repeat(4096)}`,
+    );
+  });
+
+  it('is listed in report-only mode like any deny', () => {
+    const denials: PathDenial[] = [];
+    const info = guard.newInfo();
+    const values: RequestValues = { body: { path: ofLength(4097), list: ['uploads/b'] } };
+    expect(guard.checkRequest(values, info, undefined, denials)).toEqual({ ok: true });
+    expect(denials).toEqual([{ reason: 'path-too-long', label: 'body.path' }]);
+    expect(info.body).toEqual({ list: [`${ROOT}/uploads/b`] });
+  });
+});
 
 describe('checkFile: multipart filenames', () => {
   const guard = guardOf({

@@ -287,9 +287,9 @@ describe('route guard', () => {
     expect(denyBody(denial).message).toBe('upload: path denied (missing-path)');
   });
 
-  it('GuardDenyReason adds missing-path and unexpected-file', () => {
+  it('GuardDenyReason adds missing-path, unexpected-file and path-too-long', () => {
     expectTypeOf<GuardDenyReason>().toEqualTypeOf<
-      DenyReason | 'missing-path' | 'unexpected-file'
+      DenyReason | 'missing-path' | 'unexpected-file' | 'path-too-long'
     >();
   });
 
