@@ -189,10 +189,11 @@ export function canonicalizeValue(
  * Steps 5–8 for a client's value (the route guard's): one lexically below
  * neither spelling of the root is outside, and is not resolved. What the
  * resolver would find there (a link back in, a loop, a locked folder) must
- * not show in the answer, and no file outside the root is looked at for it
- * (a value below the root is resolved, through a link that points out as
- * well). DESIGN.md's `canonicalize`, predicates and `checkFs` resolve every
- * value (`canonicalizeText`).
+ * not show in the answer, and no file outside the root is looked at for it.
+ * A value below the root is resolved with `resolve` as given: the policy's
+ * fenced resolver, which bounds `resolveSymlinks` to the root
+ * (fenced-resolve.ts). DESIGN.md's `canonicalize`, predicates and `checkFs`
+ * resolve every value (`canonicalizeText`).
  */
 export function canonicalizeBelow(
   text: string,

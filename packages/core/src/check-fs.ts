@@ -44,7 +44,8 @@ export function checkFs(policy: PermissionPolicy, path: unknown, mode: FsAccessM
  * `checkFs` on a policy compiled and a mode validated beforehand: what a
  * route guard calls for every value, without looking either up again. With
  * `fenced` (a client's value), a resolver is not asked about a value
- * lexically outside the root (`canonicalizeBelow`): it is denied as it is.
+ * lexically outside the root (`canonicalizeBelow`): it is denied as it is;
+ * `resolveSymlinks` is bounded to the root (fenced-resolve.ts).
  */
 export function decide(
   compiled: CompiledPolicy,
@@ -67,8 +68,9 @@ export function decideText(
   write: boolean,
   fenced = false,
 ): CheckResult {
-  const steps = fenced ? canonicalizeBelow : canonicalizeText;
-  const canonical = steps(text, compiled.root, compiled.resolve);
+  const canonical = fenced
+    ? canonicalizeBelow(text, compiled.root, compiled.fencedResolve)
+    : canonicalizeText(text, compiled.root, compiled.resolve);
   if (!canonical.ok) return { outcome: 'deny', reason: canonical.reason };
   const { segments, path: canonicalPath } = canonical.value;
   let matched: string | undefined;

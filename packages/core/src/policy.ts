@@ -4,6 +4,7 @@ import {
   canonicalizeRoot,
   rootFailure,
 } from './canonicalize.js';
+import { fencedResolver } from './fenced-resolve.js';
 import { inheritedOption, readOwn } from './own-key.js';
 import { PrefixRules } from './prefix-rules.js';
 import { type CompiledRule, compileRule } from './rule.js';
@@ -24,6 +25,8 @@ export interface PermissionPolicyOptions {
 export interface CompiledPolicy {
   readonly root: CanonicalRoot;
   readonly resolve: CanonicalizeOptions['resolve'];
+  /** What the route guard resolves a client's value with (fenced-resolve.ts). */
+  readonly fencedResolve: CanonicalizeOptions['resolve'];
   readonly index: RuleIndex;
   /** The text-only check, when every rule has a shape it decides and nothing is resolved. */
   readonly prefixRules: PrefixRules | undefined;
@@ -98,7 +101,13 @@ function readOptions(options: unknown): {
   // A resolver may move any path: only the general matcher checks what it answers.
   const prefixRules = typedResolve ? undefined : PrefixRules.of(rules, root);
   return {
-    compiled: { root, resolve: typedResolve, index, prefixRules },
+    compiled: {
+      root,
+      resolve: typedResolve,
+      fencedResolve: fencedResolver(typedResolve, root),
+      index,
+      prefixRules,
+    },
     rules: rules.map((r) => r.text),
     dot,
   };

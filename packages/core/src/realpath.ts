@@ -64,6 +64,18 @@ const PATH_MAX = 4096;
  * @throws On a relative path, a link loop, or a file system error.
  */
 export function resolveSymlinks(path: string): string {
+  return resolveWithin(path, undefined);
+}
+
+/**
+ * `resolveSymlinks`, its walk bounded: a component whose path `bound`
+ * refuses is never looked at (no `lstat`, no `readlink`); the walk stops
+ * there and answers that path with the rest still to walk appended, or
+ * throws when that rest holds a `..` (it came from a link target), as after
+ * a missing component. Without a bound it is `resolveSymlinks`. The route
+ * guard's bound is its root (fenced-resolve.ts).
+ */
+export function resolveWithin(path: string, bound: Bound | undefined): string {
   // Only absolute paths: a relative one would depend on process.cwd().
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError('resolveSymlinks: the path must be a string starting with "/"');
@@ -71,7 +83,7 @@ export function resolveSymlinks(path: string): string {
   if (Buffer.byteLength(path) >= PATH_MAX) {
     throw fsError('ENAMETOOLONG', 'path too long', `${path.slice(0, 64)}…`);
   }
-  const resolved = walk(path);
+  const resolved = walk(path, bound);
   // The core normalizes the answer to NFC (DESIGN.md step 8). On Linux an NFD
   // name from a link target is another file than its NFC twin, which may be a
   // link out: the path checked and the path opened would differ.
@@ -79,8 +91,11 @@ export function resolveSymlinks(path: string): string {
   return resolved;
 }
 
-/** Follows the links of an absolute path, as described above. */
-function walk(path: string): string {
+/** Which paths a bounded walk may look at. */
+export type Bound = (path: string) => boolean;
+
+/** Follows the links of an absolute path, as described above, never beyond `bound`. */
+function walk(path: string, bound: Bound | undefined): string {
   // `real` holds resolved components (no links); `todo` is a stack, next segment last.
   const real: string[] = [];
   const todo = segmentsOf(path).reverse();
@@ -92,6 +107,10 @@ function walk(path: string): string {
       continue;
     }
     const here = joinSegments([...real, segment]);
+    // Beyond the bound nothing is looked at: the rest is appended, as at a missing name.
+    if (bound !== undefined && !bound(here)) {
+      return appendRest(real, [segment, ...todo.reverse()], 'EXDEV');
+    }
     const stat = lstatHere(here);
     // Missing: nothing below exists yet, so the rest is appended as it is.
     if (stat === undefined) return appendRest(real, [segment, ...todo.reverse()], 'ENOENT');

@@ -114,7 +114,9 @@ export interface Roots {
  * `resolve: resolveSymlinks` whose root `spelledRoot` resolved to
  * `realRoot`: the value is made NFC, absolute and lexically normal against
  * that root (DESIGN.md steps 4–7), then resolved on disk. `fenced` (a route
- * guard): one below neither spelling of the root is outside, never looked at.
+ * guard): one below neither spelling of the root is outside, never looked
+ * at; one below it is walked from the real root, and is outside where the
+ * walk would look at a path neither below the real root nor above it.
  */
 export function expectedCheck(
   value: string,
@@ -126,6 +128,9 @@ export function expectedCheck(
   const outside =
     namesBelow(lexical, realRoot) === null && namesBelow(lexical, spelledRoot) === null;
   if (fenced && outside) return { outcome: 'deny', reason: 'path-not-in-allowlist', path: lexical };
+  const left = fenced ? unlessUnresolvable(() => leftAt(lexical, realRoot, spelledRoot)) : '';
+  if (left === null) return { outcome: 'deny', reason: 'resolve-failed' };
+  if (left !== '') return { outcome: 'deny', reason: 'path-not-in-allowlist', path: left };
   const path = unlessUnresolvable(() => composed(osResolve(lexical)));
   if (path === null) return { outcome: 'deny', reason: 'resolve-failed' };
   const below = namesBelow(path, realRoot);
@@ -152,4 +157,70 @@ function unlessUnresolvable(resolve: () => string): string | null {
     if (error instanceof Unresolvable) return null;
     throw error;
   }
+}
+
+/** A walk's end: the real folder it reached, or where it stopped, and whether it left the bound there. */
+type Walked = { at: string } | { stopped: string; left: boolean };
+
+/**
+ * Where the route guard's bounded walk of `lexical` (a value below a
+ * spelling of the root) leaves the bound, the path it answers then; '' when
+ * it never leaves (the kernel's answer stands). Modelled as the kernel's
+ * lookup, by recursion: a link's target is looked up from the link's folder
+ * on its own, then the names after the link.
+ */
+function leftAt(lexical: string, realRoot: string, spelledRoot: string): string {
+  const below = namesBelow(lexical, realRoot) ?? namesBelow(lexical, spelledRoot) ?? [];
+  const bound = (path: string) =>
+    namesBelow(path, realRoot) !== null || namesBelow(realRoot, path) !== null;
+  const walked = lookup('/', [...realRoot.split('/'), ...below], bound, { links: 0 });
+  return 'stopped' in walked && walked.left ? composed(walked.stopped) : '';
+}
+
+/** Looks `names` up from the real folder `from`, never looking at a path `bound` refuses. */
+function lookup(
+  from: string,
+  names: readonly string[],
+  bound: (path: string) => boolean,
+  count: { links: number },
+): Walked {
+  let at = from;
+  for (const [i, name] of names.entries()) {
+    if (name === '' || name === '.') continue;
+    if (name === '..') {
+      at = posix.dirname(at);
+      continue;
+    }
+    const here = posix.join(at, name);
+    const rest = names.slice(i + 1);
+    if (!bound(here)) return stop(here, rest, true);
+    const stat = lstatQuiet(here);
+    if (stat === undefined || !(stat.isDirectory() || stat.isSymbolicLink()))
+      return stop(here, rest, false);
+    if (!stat.isSymbolicLink()) {
+      at = here;
+      continue;
+    }
+    count.links += 1;
+    if (count.links > MAX_STEPS) throw new Unresolvable(`loop at ${here}`);
+    const target = utf8Target(here);
+    const walked = lookup(target.startsWith('/') ? '/' : at, target.split('/'), bound, count);
+    if ('stopped' in walked) return stop(walked.stopped, rest, walked.left);
+    at = walked.at;
+  }
+  return { at };
+}
+
+/** A walk that can look at nothing more: the rest is appended, unless a `..` in it would climb. */
+function stop(path: string, rest: readonly string[], left: boolean): Walked {
+  if (rest.includes('..')) throw new Unresolvable(`.. after ${path}`);
+  return { stopped: posix.join(path, ...rest), left };
+}
+
+/** A link's target; one that is not UTF-8 cannot be walked. */
+function utf8Target(link: string): string {
+  const raw = fs.readlinkSync(link, { encoding: 'buffer' });
+  const text = raw.toString('utf8');
+  if (!Buffer.from(text).equals(raw)) throw new Unresolvable(`not UTF-8 at ${link}`);
+  return text;
 }

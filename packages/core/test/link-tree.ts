@@ -79,6 +79,28 @@ export const request: fc.Arbitrary<Request> = fc.record({
   text: fc.tuple(words(6), fc.boolean()).map(([text, slash]) => (slash ? `${text}/` : text)),
 });
 
+/**
+ * A tree with the link `root/exit` that leads out of the root: to the sibling
+ * `out`, to `alias` (a link back in), or up through `..` and back down, then
+ * on by random names; and requests through it, relative to the root.
+ */
+export const linkOut: fc.Arbitrary<{ shape: Tree; requests: string[] }> = fc
+  .record({
+    shape: tree,
+    anchor: fc.constantFrom<Anchor>('relative', 'base'),
+    first: fc.constantFrom('out', 'alias', 'alias2', 'out/..', 'root/..'),
+    text: words(3),
+    requests: fc.array(words(4), { minLength: 1, maxLength: 4 }),
+  })
+  .map(({ shape, anchor, first, text, requests }) => {
+    const target = anchor === 'relative' ? `../${first}/${text}` : `${first}/${text}`;
+    const exit: Entry = { place: 'root', name: 'exit', link: { anchor, text: target } };
+    return {
+      shape: { dirs: shape.dirs, entries: [exit, ...shape.entries] },
+      requests: requests.map((one) => `exit/${one}`),
+    };
+  });
+
 /** The request's text as a client sends it: relative, or absolute below the base. */
 export const requestText = (base: string, { anchor, via, text }: Request): string =>
   anchor === 'relative' ? text : `${base}/${via}/${text}`;

@@ -4,23 +4,35 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type CheckResult,
   checkFs,
+  compileRouteGuard,
   type FsAccessMode,
   isInside,
   PermissionPolicy,
   resolveSymlinks,
 } from '../src/index.js';
-import { expectedCheck, expectedRoot, namesBelow, simpleRule } from './link-reference.js';
-import { buildTree, ROOTS, request, requestText, tree } from './link-tree.js';
+import { runGuard } from './guard-run.js';
+import {
+  expectedCheck,
+  expectedRoot,
+  namesBelow,
+  type Roots,
+  type SimpleRule,
+  simpleRule,
+} from './link-reference.js';
+import { buildTree, linkOut, ROOTS, request, requestText, tree } from './link-tree.js';
 
 // checkFs with `resolve: resolveSymlinks` against the operating system, on
 // random trees of folders, files and links (relative, absolute, dangling,
 // loops, out of the root and back, through `..`, chains) and random request
 // paths into them: the decision, and the canonical path it reports, must be
-// the reference's (link-reference.ts), and so must `isInside`'s answer.
+// the reference's (link-reference.ts), and so must `isInside`'s answer. The
+// route guard's too, fenced: its walk of a client's value is bounded to the root.
 
 const RULE_SETS = [['./public/**', 'rw:./uploads/**'], ['./**'], ['rw:./a/*', './public/a/**']];
 const MODES: readonly FsAccessMode[] = ['read', 'write'];
+const SEED = 20261205;
 
 let base = '';
 
@@ -35,7 +47,30 @@ afterAll(() => {
 
 /** checkFs's answer, cut to what the reference predicts. */
 function actualCheck(policy: PermissionPolicy, value: string, mode: FsAccessMode): unknown {
-  const result = checkFs(policy, value, mode);
+  return predicted(checkFs(policy, value, mode));
+}
+
+/** The route guard's decision on a body's `p`, cut to what the reference predicts. */
+function actualGuard(policy: PermissionPolicy, value: string, mode: FsAccessMode): unknown {
+  const guard = compileRouteGuard(policy, { mode, paths: [{ body: 'p' }] }, 'POST /x');
+  const { result, info } = runGuard(guard, { body: { p: value } });
+  return result.ok ? { outcome: 'allow', path: info.body.p } : predicted(result.denial.result);
+}
+
+/** Both modes' route guard decisions on `value` must be the reference's, fenced. */
+function expectGuard(policy: PermissionPolicy, value: string, roots: Roots, rules: SimpleRule[]) {
+  // An empty value is a missing one to the guard (`missing-path`): `.` names the root.
+  const sent = value || '.';
+  for (const mode of MODES) {
+    const want = expectedCheck(sent, { ...roots, fenced: true }, rules, mode);
+    const got = actualGuard(policy, sent, mode);
+    expect({ value: sent, mode, guard: got }).toEqual({ value: sent, mode, guard: want });
+  }
+}
+
+/** A decision cut to what the reference predicts. */
+function predicted(result: CheckResult | undefined): unknown {
+  if (result === undefined) return undefined;
   if (result.outcome === 'allow') return { outcome: 'allow', path: result.path };
   return result.reason === 'resolve-failed'
     ? { outcome: 'deny', reason: result.reason }
@@ -78,10 +113,36 @@ describe('resolveSymlinks through checkFs, against the operating system', () => 
                 got: want,
               });
             }
+            expectGuard(policy, value, roots, rules);
           }
         },
       ),
-      { numRuns: 300 },
+      { seed: SEED, numRuns: 300 },
+    );
+  }, 30_000);
+});
+
+describe('the route guard with resolveSymlinks, through a link in the root that leads out', () => {
+  it('decides as the reference bounded to the root, whatever lies beyond the link', () => {
+    fc.assert(
+      fc.property(
+        linkOut,
+        fc.constantFrom('root', 'alias', 'alias2'),
+        fc.constantFrom(...RULE_SETS),
+        ({ shape, requests }, rootName, fsRules) => {
+          buildTree(base, shape);
+          const root = `${base}/${rootName}`;
+          const policy = new PermissionPolicy({
+            root,
+            permissions: { fs: fsRules },
+            resolve: resolveSymlinks,
+          });
+          const roots = { realRoot: `${base}/root`, spelledRoot: root, fenced: true };
+          const rules = fsRules.map(simpleRule);
+          for (const value of requests) expectGuard(policy, value, roots, rules);
+        },
+      ),
+      { seed: SEED, numRuns: 300 },
     );
   }, 30_000);
 });

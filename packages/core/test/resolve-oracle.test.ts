@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   checkFs,
   compileRouteGuard,
@@ -19,6 +19,21 @@ import { runGuard } from './guard-run.js';
 // what an adapter sends; it must depend on the value and the rules, not on
 // which names exist. checkFs and the predicates keep DESIGN.md's steps: they
 // resolve every value, and answer the application, not a client.
+
+/** The paths resolveSymlinks lstat-ed or read as a link, in order. */
+const touched: string[] = [];
+vi.mock('node:fs', async (importOriginal) => {
+  const real = await importOriginal<typeof fs>();
+  const lstatSync = ((p: fs.PathLike, options?: fs.StatSyncOptions) => {
+    touched.push(String(p));
+    return real.lstatSync(p, options);
+  }) as typeof fs.lstatSync;
+  const readlinkSync = ((p: fs.PathLike, options?: fs.EncodingOption) => {
+    touched.push(String(p));
+    return real.readlinkSync(p, options);
+  }) as typeof fs.readlinkSync;
+  return { ...real, lstatSync, readlinkSync };
+});
 
 let base = '';
 /** The names the resolver was asked about, in order. */
@@ -39,14 +54,15 @@ beforeAll(() => {
   fs.symlinkSync('loop', `${base}/out/loop`);
   fs.symlinkSync(`${base}/root/uploads`, `${base}/out/in`);
   fs.symlinkSync('root', `${base}/alias`);
+  makeBeyond();
 });
 
 afterAll(() => {
   if (base !== '') fs.rmSync(base, { recursive: true, force: true });
 });
 
-const policyOf = (root = `${base}/root`) =>
-  new PermissionPolicy({ root, permissions: { fs: ['rw:./uploads/**'] }, resolve: watching });
+const policyOf = (root = `${base}/root`, resolve = watching) =>
+  new PermissionPolicy({ root, permissions: { fs: ['rw:./uploads/**'] }, resolve });
 
 /** The reason the route guard denies each value (a body's `p`) for, or `allow`. */
 function reasons(policy: PermissionPolicy, values: readonly string[]): string[] {
@@ -115,5 +131,105 @@ describe('a name too long for any folder, with resolveSymlinks', () => {
       'allow',
       'allow',
     ]);
+  });
+});
+
+// A link inside the root that points out (`uploads/out` -> `<base>/out`), and
+// what may lie beyond it. Run as root, chmod locks nothing: the other probes
+// (a loop, a `..` below a file, a target that is not UTF-8) still fail there.
+const locks = process.getuid?.() !== 0;
+
+/** Links in the root (out, back in through a sibling, up to ancestors) and the things beyond `out`. */
+function makeBeyond(): void {
+  const out = `${base}/out`;
+  fs.symlinkSync(out, `${base}/root/uploads/out`);
+  fs.symlinkSync('../../out/../root/uploads', `${base}/root/uploads/sibling`);
+  fs.symlinkSync('../../none/../root/uploads', `${base}/root/uploads/no-sibling`);
+  fs.symlinkSync('../..', `${base}/root/uploads/up`);
+  fs.symlinkSync('/', `${base}/root/uploads/top`);
+  fs.writeFileSync(`${out}/file`, 'x');
+  fs.symlinkSync('file/../dir', `${out}/file-up`);
+  fs.symlinkSync(Buffer.from([0x66, 0xff]), `${out}/not-utf8`);
+  fs.mkdirSync(`${out}/locked/dir`, { recursive: true });
+  if (locks) fs.chmodSync(`${out}/locked`, 0);
+}
+
+/** Values through `uploads/out`: a resolver walking on beyond it answers some of them otherwise. */
+const BEYOND = [
+  'uploads/out/dir/x',
+  'uploads/out/none/x',
+  'uploads/out/loop/x',
+  'uploads/out/file/x',
+  'uploads/out/file-up/x',
+  'uploads/out/not-utf8/x',
+  `uploads/out/dir/${LONG}`,
+  `uploads/out/none/${LONG}`,
+  'uploads/out/in/a',
+  ...(locks ? ['uploads/out/locked/dir/x'] : []),
+];
+
+/** True when `p` is `real` or below it, or one of its ancestors. */
+const onRootsWay = (p: string, real: string) =>
+  p === real || p.startsWith(`${real}/`) || real.startsWith(p === '/' ? p : `${p}/`);
+
+describe('a client value through a link inside the root that points out, with resolveSymlinks', () => {
+  const bounded = () => policyOf(`${base}/root`, resolveSymlinks);
+
+  it('is denied path-not-in-allowlist whatever lies beyond the link', () => {
+    expect(reasons(bounded(), BEYOND)).toEqual(BEYOND.map(() => 'path-not-in-allowlist'));
+  });
+
+  it('never makes the resolver lstat or read a path outside the root but its ancestors', () => {
+    const policy = bounded();
+    touched.length = 0;
+    reasons(policy, BEYOND);
+    const real = `${base}/root`;
+    expect(touched.length).toBeGreaterThan(0);
+    expect(touched.filter((p) => !onRootsWay(p, real))).toEqual([]);
+  });
+
+  it('is resolve-failed when the target leaves and climbs back (`..`), whether that folder exists', () => {
+    expect(reasons(bounded(), ['uploads/sibling/a', 'uploads/no-sibling/a'])).toEqual([
+      'resolve-failed',
+      'resolve-failed',
+    ]);
+  });
+
+  it('is allowed through a link to an ancestor of the root and back down', () => {
+    const back = `root/uploads/a`;
+    const values = [`uploads/up/${back}`, `uploads/top${base}/${back}`];
+    expect(reasons(bounded(), values)).toEqual(['allow', 'allow']);
+    expect(reasons(bounded(), ['uploads/up/out/loop', 'uploads/up/out/in/a'])).toEqual([
+      'path-not-in-allowlist',
+      'path-not-in-allowlist',
+    ]);
+  });
+
+  it('is still resolved below the root as it was given, a link to the resolved root', () => {
+    const policy = policyOf(`${base}/alias`, resolveSymlinks);
+    const values = [`${base}/alias/uploads/a`, `${base}/alias/uploads/out/loop`];
+    expect(reasons(policy, values)).toEqual(['allow', 'path-not-in-allowlist']);
+  });
+
+  it('is resolved on through the link by a resolver of your own, even one wrapping resolveSymlinks', () => {
+    expect(reasons(policyOf(), ['uploads/out/in/a', 'uploads/out/loop/x'])).toEqual([
+      'allow',
+      'resolve-failed',
+    ]);
+  });
+
+  it('is resolved on through the link by checkFs, out and back in (DESIGN.md step 8)', () => {
+    const policy = bounded();
+    const read = (value: string) => checkFs(policy, value, 'read');
+    expect([
+      read('uploads/out/in/a'),
+      read('uploads/sibling/a'),
+      read('uploads/out/loop/x'),
+    ]).toMatchObject([
+      { outcome: 'allow', path: `${base}/root/uploads/a` },
+      { outcome: 'allow', path: `${base}/root/uploads/a` },
+      { outcome: 'deny', reason: 'resolve-failed' },
+    ]);
+    expect(resolveSymlinks(`${base}/root/uploads/out/in/a`)).toBe(`${base}/root/uploads/a`);
   });
 });
