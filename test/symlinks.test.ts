@@ -25,6 +25,14 @@ symlinkSync('a.txt', join(root, 'public', 'in.txt'));
 symlinkSync('b.txt', join(root, 'uploads', 'in.txt'));
 symlinkSync('loop', join(base, 'secret', 'loop'));
 mkdirSync(join(root, 'private'));
+// Beyond `uploads/outdir`: a link back in, one whose `..` follows a file, a
+// folder, a target not UTF-8; and links up to an ancestor of the root.
+symlinkSync(join(root, 'uploads'), join(base, 'secret', 'in'));
+symlinkSync('passwd/../dir', join(base, 'secret', 'file-up'));
+mkdirSync(join(base, 'secret', 'dir'));
+symlinkSync(Buffer.from([0x66, 0xff]), join(base, 'secret', 'not-utf8'));
+symlinkSync('../..', join(root, 'uploads', 'up'));
+symlinkSync('../../secret/../root/uploads', join(root, 'uploads', 'sibling'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 const policy = new PermissionPolicy({
@@ -75,6 +83,28 @@ describe.each(FRAMEWORKS)('%s with resolveSymlinks', (framework) => {
     }
     const denied = { status: 403, body: forbidden(reason, 'body.from') };
     expect(answers).toEqual(values.map(() => denied));
+  });
+
+  it('a value through a link inside the root that points out is denied alike whatever lies beyond', async () => {
+    const beyond = ['loop/x', 'none/x', 'passwd/x', 'file-up/x', 'not-utf8/x', 'in/b.txt'];
+    const values = [...beyond, `dir/${LONG}`, `none/${LONG}`].map((v) => `uploads/outdir/${v}`);
+    const answers = [];
+    for (const from of values) {
+      const json = JSON.stringify({ from, to: 'uploads/x' });
+      answers.push(await send(port(), { method: 'POST', path: '/move', json }));
+    }
+    const denied = { status: 403, body: forbidden('path-not-in-allowlist', 'body.from') };
+    expect(answers).toEqual(values.map(() => denied));
+  });
+
+  it('a link whose target leaves the root and climbs back in is resolve-failed', async () => {
+    const answer = await send(port(), { path: '/files/uploads/sibling/b.txt' });
+    expect(answer).toEqual({ status: 403, body: forbidden('resolve-failed', 'params.*') });
+  });
+
+  it('a link up to an ancestor of the root and back down is followed', async () => {
+    const answer = await send(port(), { path: '/files/uploads/up/root/uploads/b.txt' });
+    expect(answer.body).toMatchObject({ pathgate: { params: { '*': `${root}/uploads/b.txt` } } });
   });
 
   it('a link inside the root is handed to the handler as its target', async () => {
