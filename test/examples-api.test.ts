@@ -11,6 +11,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -566,6 +567,30 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
       expect(await terminated(child)).toBe(0);
     }
     expect(existsSync(root)).toBe(false);
+  }, 30_000);
+});
+
+describe.each(EXAMPLES)('examples/$name-files/server.ts holding a deep upload', ({ name }) => {
+  // One upload makes about 2,000 folders, one letter each, the most its
+  // folder's 4,043 bytes hold; Node 20's rmSync overflowed the stack on them.
+  it('removes its sandbox on SIGTERM, however deep the folders a client made', async () => {
+    const { child, url, root } = await startChild(name);
+    try {
+      const levels = Math.floor((4043 - Buffer.byteLength(`${root}/uploads`)) / 2);
+      expect(levels).toBeGreaterThan(1990);
+      const deep = `${'a/'.repeat(levels)}f.txt`;
+      const port = Number(new URL(url).port);
+      check(await send(port, postFiles('/api/upload', ['file', deep, 'deep'])), {
+        status: 201,
+        json: { uploaded: `uploads/${deep}`, size: 4 },
+      });
+      expect(await terminated(child)).toBe(0);
+      expect(existsSync(root)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+      // Not rmSync: it overflows on this tree too.
+      await rm(root, { recursive: true, force: true });
+    }
   }, 30_000);
 });
 

@@ -1,7 +1,7 @@
 // Starts an example from the command line: picks the sandbox and the port,
 // prints the URL, and on Ctrl-C or SIGTERM closes the server and removes the
 // temp sandbox it created (never a folder the user named).
-import { rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSandbox, givenRoot, listenPort } from './sandbox.js';
@@ -52,9 +52,23 @@ export async function runExample(
   let temporary = false;
   let server: Started | undefined;
   let stopping = false;
+  let exiting = false;
+  // The promise-based rm: Node 20's rmSync recurses a stack frame per folder
+  // level and overflows (RangeError) on a tree about 2,000 deep, which a
+  // client makes with one upload (a name of one-letter folders), leaving the
+  // sandbox behind. Once: the grace timer may fire while it runs.
   const exit = (code = 0) => {
-    if (temporary && root) rmSync(root, { recursive: true, force: true });
-    process.exit(code);
+    if (exiting) return;
+    exiting = true;
+    const removed =
+      temporary && root ? rm(root, { recursive: true, force: true }) : Promise.resolve();
+    removed.then(
+      () => process.exit(code),
+      (error: Error) => {
+        console.error(`pathgate example: the sandbox ${root} was not removed: ${error.message}`);
+        process.exit(1);
+      },
+    );
   };
   // Exits once the requests the close cut off have cleaned up (an upload
   // removes its temporary file and new folders), when nothing is left to
