@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import type { GuardDenyReason } from '@pathgate/core';
 
 // Shared by the adapters' test helpers and the cross-package tests: what a
 // raw node:http client reads back, and the 403 body pathgate must send.
@@ -42,3 +43,17 @@ export function forbidden(reason: string, label: string): object {
     reason,
   };
 }
+
+/** Each deny reason once: tsc refuses a key GuardDenyReason lacks, and a reason left out. */
+export const REASONS = Object.keys({
+  'not-a-string': true,
+  'nul-byte': true,
+  'invalid-unicode': true,
+  'relative-root': true,
+  'resolve-failed': true,
+  'path-not-in-allowlist': true,
+  'mode-not-permitted': true,
+  'missing-path': true,
+  'unexpected-file': true,
+  'path-too-long': true,
+} satisfies Record<GuardDenyReason, true>) as GuardDenyReason[];

@@ -28,16 +28,17 @@ interface Server {
 /**
  * The files (with their text) and folders below `dir`, by their path from
  * it; anything else (a link) as a file named `<path> (not a file)`. `skip`:
- * a folder listed, not walked into.
+ * a folder listed, not walked into. `encoding`: how files' bytes are read
+ * as text (latin1 keeps any bytes).
  */
-export function scan(dir: string, skip?: string): Tree {
+export function scan(dir: string, skip?: string, encoding: BufferEncoding = 'utf8'): Tree {
   const tree: Tree = { files: new Map(), dirs: new Set() };
   const walk = (at: string) => {
     for (const name of readdirSync(join(dir, at))) {
       const path = at === '' ? name : `${at}/${name}`;
       const full = join(dir, path);
       const info = lstatSync(full);
-      if (info.isFile()) tree.files.set(path, readFileSync(full, 'utf8'));
+      if (info.isFile()) tree.files.set(path, readFileSync(full, encoding));
       else if (!info.isDirectory()) tree.files.set(`${path} (not a file)`, '');
       else {
         tree.dirs.add(path);
@@ -102,11 +103,11 @@ export class ServedPair {
     );
   }
 
-  /** What each sandbox holds, and what its temp folder holds beside it. */
-  sandboxes(): { name: string; tree: Tree; around: Tree }[] {
+  /** What each sandbox holds (its files read as `encoding`), and what its temp folder holds beside it. */
+  sandboxes(encoding?: BufferEncoding): { name: string; tree: Tree; around: Tree }[] {
     return this.servers.map(({ name, outer, root }) => ({
       name,
-      tree: scan(root),
+      tree: scan(root, undefined, encoding),
       around: scan(outer, root),
     }));
   }

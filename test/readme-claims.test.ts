@@ -4,13 +4,12 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { GuardDenyReason } from '@pathgate/core';
 import type { Express } from 'express';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { givenRoot, listenPort } from '../examples/shared/sandbox.js';
 import { filesUnder } from '../packages/express-middleware/test/helpers.js';
-import { forbidden } from './answer.js';
+import { forbidden, REASONS } from './answer.js';
 import {
   EXAMPLES,
   type Example,
@@ -606,20 +605,6 @@ describe.each(['README.md', 'packages/express-middleware/README.md'])(
     });
   },
 );
-
-/** Each deny reason once: tsc refuses a key GuardDenyReason lacks, and a reason left out. */
-const REASONS = Object.keys({
-  'not-a-string': true,
-  'nul-byte': true,
-  'invalid-unicode': true,
-  'relative-root': true,
-  'resolve-failed': true,
-  'path-not-in-allowlist': true,
-  'mode-not-permitted': true,
-  'missing-path': true,
-  'unexpected-file': true,
-  'path-too-long': true,
-} satisfies Record<GuardDenyReason, true>);
 
 /** The reasons a README's `| reason |` table names in its first column (a row may name two). */
 function reasonTable(readme: string): string[] {
