@@ -65,6 +65,9 @@ type Expected = Answer | { fastify: Answer; express: Answer };
 
 const LONG = 'b'.repeat(300);
 
+/** A part's head, line ends and all, with no content after it. */
+const HEAD = `--${B}\r\nContent-Disposition: form-data; name="file"; filename="head.txt"\r\n\r\n`;
+
 const CASES: readonly (readonly [string, Sent, Expected])[] = [
   ['no boundary parameter', post(ONE, 'multipart/form-data'), BAD],
   [
@@ -99,6 +102,15 @@ const CASES: readonly (readonly [string, Sent, Expected])[] = [
     'junk after the closing boundary',
     post(`${file('junk.txt')}${CLOSE}junk`),
     stored('junk.txt', 4),
+  ],
+  [
+    'a part head ending right on a boundary line (found by multipart-mutations.test.ts)',
+    post(`${HEAD}${HEAD}\r\n${CLOSE}`),
+    // multer's busboy reads the line as a delimiter that does not end the part: its file is the next head.
+    {
+      fastify: stored('head.txt', 0),
+      express: stored('head.txt', HEAD.length - `--${B}\r\n`.length),
+    },
   ],
   [
     'a preamble and an epilogue of 2 MB',
