@@ -87,10 +87,14 @@ export interface Part {
   /** A file's name template, or `undefined` for a plain field. */
   name: string | undefined;
   size: number;
+}
+
+/** A part as its mutations shape its head. */
+interface Shaped extends Part {
   /** Index into DISPOSITIONS, else the plain `name="<F>"; filename="<N>"`. */
-  disposition: number | undefined;
+  disposition?: number;
   /** A header line of this many bytes before the Content-Type. */
-  longLine: number | undefined;
+  longLine?: number;
 }
 
 type Where = { landmark: number; nth: number; shift: number } | { fraction: number };
@@ -123,8 +127,6 @@ const part: fc.Arbitrary<Part> = fc.record({
     { weight: 4, arbitrary: fc.integer({ min: 0, max: 200 }) },
     { weight: 1, arbitrary: fc.constantFrom(3000, 70_000) },
   ),
-  disposition: fc.constant(undefined),
-  longLine: fc.constant(undefined),
 });
 
 const where: fc.Arbitrary<Where> = fc.oneof(
@@ -202,7 +204,7 @@ const fill = (text: string, serial: number, target: Target) =>
   text.replaceAll('#', String(serial)).replaceAll('<F>', target.field);
 
 /** A part's bytes (latin1 text, names as UTF-8), before the byte mutations. */
-function partText(p: Part, index: number, serial: number, target: Target): string {
+function partText(p: Shaped, index: number, serial: number, target: Target): string {
   const filename = fill(p.name ?? '', serial, target);
   const template =
     p.disposition === undefined
@@ -223,7 +225,7 @@ const tinyParts = (count: number) =>
 
 /** Applies the part-level mutations to a copy of `parts`; the texts of the parts in order. */
 function partTexts(plan: Plan, serial: number, target: Target): string[] {
-  const parts = plan.parts.map((p) => ({ ...p }));
+  const parts: Shaped[] = plan.parts.map((p) => ({ ...p }));
   for (const m of plan.mutations) {
     const p = 'part' in m ? parts[m.part % parts.length] : undefined;
     if (m.kind === 'disposition' && p) p.disposition = m.variant;
