@@ -21,7 +21,13 @@ import { exchangeRaw, type RawResponse, rawRequest } from './raw-http.js';
 // process is idle the sandbox holds the seed and the uploads answered 201,
 // each a whole part of its body, at the name answered, and no temporary
 // file, no folder a failure made, nothing beside the sandbox; each server
-// still answers; no descriptor is left open.
+// still answers; no descriptor is left open. MFUZZ_SEED and MFUZZ_RUNS
+// override the fixed seed and the 120 runs; MFUZZ_PATH replays one run
+// (fast-check's path) without shrinking. Known to fail on some seeds, as
+// both parsers can hang (busboy-hangs.test.ts): seed 2 at run 916 (both
+// Fastify servers), seed 21 at run 994 (the Express example kept the
+// descriptor of its deleted temporary file); none of seeds 11 to 20 in
+// 120 runs.
 
 const SEED = 20261205;
 const RUNS = Number(process.env.MFUZZ_RUNS ?? 120);
@@ -155,6 +161,7 @@ describe('random mutations of multipart uploads', () => {
       {
         seed,
         numRuns: RUNS,
+        ...(process.env.MFUZZ_PATH ? { path: process.env.MFUZZ_PATH, endOnFailure: true } : {}),
         interruptAfterTimeLimit: 150_000,
         markInterruptAsFailure: true,
       },
