@@ -1,3 +1,4 @@
+import { finished, Writable } from 'node:stream';
 import type { Request } from 'express';
 import { uploadOf } from './upload.js';
 
@@ -36,6 +37,27 @@ export function watchParts(req: Request, parser: unknown): void {
     // multer aborts on busboy's error: it removes stored files, then calls back (swallowed).
     if (stop) parser.destroy(stop);
   });
+  endIfClientLeaves(req, parser);
+}
+
+/**
+ * Ends the parser if the connection closes (its client left) before the
+ * parser is done: one that stalls (busboy 1.6, test/busboy-hangs.test.ts)
+ * ends no part and calls back no more, and the storage would hold the file
+ * it writes open for good. multer aborts on the error, as on a body cut
+ * off, and removes what it stored; its status tells the app's error
+ * handler the client is at fault. Not the request's 'close': it comes once
+ * the body is read, while the parser may still be at work.
+ */
+function endIfClientLeaves(req: Request, parser: PartStream): void {
+  const { socket } = req;
+  if (!(parser instanceof Writable) || !socket) return;
+  const left = () => {
+    const error = new Error('pathgate: the client left before its body was parsed');
+    parser.destroy(Object.assign(error, { statusCode: 400 }));
+  };
+  socket.once('close', left);
+  finished(parser, () => socket.off('close', left));
 }
 
 type Pipe = Request['pipe'];
