@@ -25,9 +25,9 @@ import { exchangeRaw, type RawResponse, rawRequest } from './raw-http.js';
 // override the fixed seed and the 120 runs; MFUZZ_PATH replays one run
 // (fast-check's path) without shrinking. Known to fail on some seeds, as
 // both parsers can hang (busboy-hangs.test.ts): seed 2 at run 916 (both
-// Fastify servers), seed 21 at run 994 (the Express example kept the
-// descriptor of its deleted temporary file); none of seeds 11 to 20 in
-// 120 runs.
+// Fastify servers), seed 21 at run 994 (the Express ones; before d3ebcee
+// the Express example also kept its temporary file open once its client
+// left); none of seeds 11 to 20 in 120 runs.
 
 const SEED = 20261205;
 const RUNS = Number(process.env.MFUZZ_RUNS ?? 120);
