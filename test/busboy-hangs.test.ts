@@ -12,7 +12,8 @@ import { idle } from './process-idle.js';
 //
 // @fastify/busboy 3.2.6 (@fastify/multipart: the Fastify adapter and
 // example), seed 2, run 916: a part it skips (no form-data
-// Content-Disposition) whose content reaches it as 16 KiB or more in one
+// Content-Disposition; or past its limit on files or parts, seed 31, run
+// 14) whose content reaches it as 16 KiB or more in one
 // write is left buffered, and that write never calls back. A
 // requestTimeout does not end the request, as its body was all received
 // (plain Fastify with requestTimeout 1 s gave no answer in 45 s).
