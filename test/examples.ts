@@ -5,7 +5,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listen as listenExpress } from '../examples/express-files/app.js';
 import { listen as listenFastify } from '../examples/fastify-files/app.js';
-import type { Started } from '../examples/shared/run.js';
+import type { ListenOptions, Started } from '../examples/shared/run.js';
 import { createSandbox } from '../examples/shared/sandbox.js';
 import { readAnswer } from './answer.js';
 
@@ -24,11 +24,11 @@ export interface Running {
 }
 
 /** Listens on a free port of 127.0.0.1 over a new sandbox; `stop` closes it and removes the sandbox. */
-export async function start(example: Example): Promise<Running> {
+export async function start(example: Example, options?: ListenOptions): Promise<Running> {
   const root = createSandbox();
   let server: Started;
   try {
-    server = await example.listen(root, 0);
+    server = await example.listen(root, 0, options);
   } catch (error) {
     rmSync(root, { recursive: true, force: true });
     throw error;

@@ -34,7 +34,13 @@ import {
   shownPath,
 } from '../shared/replies.js';
 import { badTarget } from '../shared/request-target.js';
-import { listenHttp, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
+import {
+  IDLE_TIMEOUT_MS,
+  type ListenOptions,
+  listenHttp,
+  REQUEST_TIMEOUT_MS,
+  type Started,
+} from '../shared/run.js';
 import { RULES, UPLOAD_FOLDER, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /**
@@ -239,9 +245,15 @@ function refusingBadTargets(app: Express): RequestListener {
 }
 
 /** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
-export function listen(root: string, port: number): Promise<Started> {
+export function listen(
+  root: string,
+  port: number,
+  { idleTimeoutMs = IDLE_TIMEOUT_MS }: ListenOptions = {},
+): Promise<Started> {
   const app = refusingBadTargets(buildApp(root));
   const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, app);
+  // No 'timeout' listener: a socket idle this long is destroyed.
+  server.setTimeout(idleTimeoutMs);
   // A request Node cannot parse: the same JSON as the Fastify example, not an empty 400.
   server.on('clientError', answerClientError);
   return listenHttp(server, port);

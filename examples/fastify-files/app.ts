@@ -19,7 +19,13 @@ import {
   shownPath,
 } from '../shared/replies.js';
 import { badTarget } from '../shared/request-target.js';
-import { HOST, REQUEST_TIMEOUT_MS, type Started } from '../shared/run.js';
+import {
+  HOST,
+  IDLE_TIMEOUT_MS,
+  type ListenOptions,
+  REQUEST_TIMEOUT_MS,
+  type Started,
+} from '../shared/run.js';
 import { RULES, UPLOAD_FOLDER, UPLOAD_LIMITS } from '../shared/sandbox.js';
 
 /** An error's body, in JSON also where a download set its own type before its file failed. */
@@ -27,9 +33,13 @@ function sendError(reply: FastifyReply, body: ErrorBody): FastifyReply {
   return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
 }
 
-export async function buildApp(root: string): Promise<FastifyInstance> {
+export async function buildApp(
+  root: string,
+  { idleTimeoutMs = IDLE_TIMEOUT_MS }: ListenOptions = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     requestTimeout: REQUEST_TIMEOUT_MS,
+    connectionTimeout: idleTimeoutMs,
     // close() ends every connection, as the Express example's does: Fastify's
     // default ends only idle ones, and waits on a download nobody reads, or a
     // keep-alive socket whose answer went out after close began (72 s).
@@ -152,8 +162,12 @@ export async function buildApp(root: string): Promise<FastifyInstance> {
 }
 
 /** Builds the app and listens on 127.0.0.1 (`port` 0: any free port). */
-export async function listen(root: string, port: number): Promise<Started> {
-  const app = await buildApp(root);
+export async function listen(
+  root: string,
+  port: number,
+  options?: ListenOptions,
+): Promise<Started> {
+  const app = await buildApp(root, options);
   const url = await app.listen({ host: HOST, port });
   return { url, close: () => app.close() };
 }

@@ -22,6 +22,21 @@ export const HOST = '127.0.0.1';
  */
 export const REQUEST_TIMEOUT_MS = 300_000;
 
+/**
+ * The longest a connection may go with no byte sent either way, in ms, before
+ * it is closed. A multipart parser can stall on a malformed body with
+ * neither an end nor an error (test/busboy-hangs.test.ts); its body all
+ * received, `requestTimeout` no longer applies, and the request, with the
+ * upload it was writing, would be held as long as its client stays.
+ */
+export const IDLE_TIMEOUT_MS = 120_000;
+
+/** How an example listens, where a test needs other than the defaults. */
+export interface ListenOptions {
+  /** `IDLE_TIMEOUT_MS` unless given. */
+  idleTimeoutMs?: number;
+}
+
 /** The longest a stop waits for the requests it cut off to clean up, in ms. */
 const STOP_GRACE_MS = 5_000;
 
