@@ -20,7 +20,10 @@ import { runGuard } from './guard-run.js';
 // which names exist. checkFs and the predicates keep DESIGN.md's steps: they
 // resolve every value, and answer the application, not a client.
 
-/** The paths resolveSymlinks lstat-ed or read as a link, in order. */
+/**
+ * The paths resolveSymlinks lstat-ed, opened or read as a link, in order;
+ * not the /proc/self/fd link naming a folder it opened (that folder is).
+ */
 const touched: string[] = [];
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof fs>();
@@ -29,10 +32,14 @@ vi.mock('node:fs', async (importOriginal) => {
     return real.lstatSync(p, options);
   }) as typeof fs.lstatSync;
   const readlinkSync = ((p: fs.PathLike, options?: fs.EncodingOption) => {
-    touched.push(String(p));
+    if (!String(p).startsWith('/proc/self/fd/')) touched.push(String(p));
     return real.readlinkSync(p, options);
   }) as typeof fs.readlinkSync;
-  return { ...real, lstatSync, readlinkSync };
+  const openSync = ((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
+    touched.push(String(p));
+    return real.openSync(p, flags ?? 'r', mode);
+  }) as typeof fs.openSync;
+  return { ...real, lstatSync, readlinkSync, openSync };
 });
 
 let base = '';
