@@ -340,8 +340,8 @@ describe('a malformed multipart body: a clear 4xx, nothing written', () => {
     {
       name: 'a part header over 16 KiB (a 17 KiB filename)',
       sent: () => upload(multipart([filePartOf(`${'h'.repeat(17 * 1024)}.txt`)])),
-      // Allowed by the policy; the handler's rename gets ENAMETOOLONG and answers 400.
-      fastify: { status: 400, body: { message: 'name too long' } },
+      // Over the guard's 4,096 characters: refused before a byte is written.
+      fastify: denied('path-too-long', FILE_LABEL),
       express: { status: 400, body: { message: 'Malformed part header' } },
     },
     {

@@ -54,7 +54,7 @@ describe('reportOnly: true', () => {
     ]);
   });
 
-  it('logs at most the start of a long canonical path: a 1 MB value is no 1 MB log entry', async () => {
+  it('logs at most the start of a long canonical path, and none of a 1 MB value', async () => {
     const logs: PathgateLogEntry[] = [];
     const gate = pathgate({
       root: ROOT,
@@ -66,13 +66,19 @@ describe('reportOnly: true', () => {
     app.post('/move', express.json({ limit: '2mb' }), gate.write({ body: 'to' }), (_req, res) => {
       res.send('ran');
     });
-    await supertest(app)
-      .post('/move')
-      .send({ to: `uploads/${'a'.repeat(1_000_000)}` })
-      .expect(200, 'ran');
-    expect(logs).toHaveLength(1);
-    expect(JSON.stringify(logs[0]).length).toBeLessThan(2048);
+    // 4,088 characters, under the guard's cap: checked, and its canonical path logged cut short.
+    for (const length of [4_080, 1_000_000]) {
+      await supertest(app)
+        .post('/move')
+        .send({ to: `uploads/${'a'.repeat(length)}` })
+        .expect(200, 'ran');
+    }
+    expect(logs.map((entry) => [entry.reason, JSON.stringify(entry).length < 2048])).toEqual([
+      ['path-not-in-allowlist', true],
+      ['path-too-long', true],
+    ]);
     expect(logs[0]?.path).toMatch(/^\/srv\/root\/uploads\/a+… \(\d+ more characters\)$/);
+    expect(logs[1]?.path).toBeUndefined();
   });
 
   it('a deny without a canonical path logs none', async () => {
