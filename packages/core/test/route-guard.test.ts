@@ -1210,6 +1210,15 @@ describe('path-too-long: a value longer than MAX_PATH_LENGTH is refused unread',
     );
   });
 
+  it('counts only strings: a longer non-string (an object with a length, a nested list) is not-a-string', () => {
+    const long = { length: 5000 };
+    const nested = [Array.from({ length: 5000 }, () => 'a')];
+    expect(denialOf(runGuard(guard, { body: { path: long } }).result).reason).toBe('not-a-string');
+    expect(denialOf(runGuard(guard, { body: { list: nested } }).result).reason).toBe(
+      'not-a-string',
+    );
+  });
+
   it('is listed in report-only mode like any deny', () => {
     const denials: PathDenial[] = [];
     const info = guard.newInfo();
