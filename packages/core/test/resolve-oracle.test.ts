@@ -154,6 +154,12 @@ function makeBeyond(): void {
   fs.symlinkSync('../../none/../root/uploads', `${base}/root/uploads/no-sibling`);
   fs.symlinkSync('../..', `${base}/root/uploads/up`);
   fs.symlinkSync('/', `${base}/root/uploads/top`);
+  // Siblings whose names extend the root's or begin it: neither is below it, nor above.
+  fs.mkdirSync(`${base}/root2`);
+  fs.symlinkSync('loop', `${base}/root2/loop`);
+  fs.symlinkSync('roo', `${base}/roo`);
+  fs.symlinkSync('../../root2', `${base}/root/uploads/longer`);
+  fs.symlinkSync('../../roo', `${base}/root/uploads/shorter`);
   fs.writeFileSync(`${out}/file`, 'x');
   fs.symlinkSync('file/../dir', `${out}/file-up`);
   fs.symlinkSync(Buffer.from([0x66, 0xff]), `${out}/not-utf8`);
@@ -161,7 +167,7 @@ function makeBeyond(): void {
   if (locks) fs.chmodSync(`${out}/locked`, 0);
 }
 
-/** Values through `uploads/out`: a resolver walking on beyond it answers some of them otherwise. */
+/** Values through links out of the root: a resolver walking on beyond them answers some otherwise. */
 const BEYOND = [
   'uploads/out/dir/x',
   'uploads/out/none/x',
@@ -173,6 +179,9 @@ const BEYOND = [
   `uploads/out/none/${LONG}`,
   'uploads/out/in/a',
   ...(locks ? ['uploads/out/locked/dir/x'] : []),
+  // Through links to `root2` and `roo`: each holds a loop, which a walk into them would hit.
+  'uploads/longer/loop/x',
+  'uploads/shorter/x',
 ];
 
 /** True when `p` is `real` or below it, or one of its ancestors. */
@@ -223,6 +232,13 @@ describe('a client value through a link inside the root that points out, with re
       'allow',
       'resolve-failed',
     ]);
+    // Known by identity, not by name: a wrapper named after it is asked too.
+    const named = { resolveSymlinks: (p: string) => watching(p) }.resolveSymlinks;
+    expect(named.name).toBe('resolveSymlinks');
+    const policy = policyOf(`${base}/root`, named);
+    asked.length = 0;
+    expect(reasons(policy, ['uploads/out/loop/x'])).toEqual(['resolve-failed']);
+    expect(asked).toEqual([`${base}/root/uploads/out/loop/x`]);
   });
 
   it('is resolved on through the link by checkFs, out and back in (DESIGN.md step 8)', () => {
