@@ -6,20 +6,24 @@ type Resolve = ((path: string) => string) | undefined;
 /**
  * The resolver the route guard asks about a client's value. With pathgate's
  * own `resolveSymlinks`, its walk is bounded to the resolved root: it looks
- * at the root's ancestors and what lies below the root, nothing else. A link
- * inside that points out stops the walk where it leaves, so the value is
- * outside (`path-not-in-allowlist`) whatever lies beyond, or `resolve-failed`
- * when the link's target climbs back with `..`: the answer depends on the
- * link's text only. A link out and back in is then outside too; a link up
- * to an ancestor and back down is followed. Any other resolver, a wrapper of
- * `resolveSymlinks` included, is asked as it is: its walk is not pathgate's
- * to bound. checkFs and the predicates resolve every value unbounded
- * (DESIGN.md step 8).
+ * at what lies below the root and on its way (the root's ancestors, and the
+ * root as written and its ancestors, which the policy's build walked),
+ * nothing else. A link inside that points out stops the walk where it
+ * leaves, so the value is outside (`path-not-in-allowlist`) whatever lies
+ * beyond, or `resolve-failed` when the link's target climbs back with `..`:
+ * the answer depends on the link's text only. A link out and back in is then
+ * outside too; a link up to an ancestor and back down is followed, as is one
+ * through the root as written (`current/uploads` where `current` is the link
+ * the root was given by). Any other resolver, a wrapper of `resolveSymlinks`
+ * included, is asked as it is: its walk is not pathgate's to bound. checkFs
+ * and the predicates resolve every value unbounded (DESIGN.md step 8).
  */
 export function fencedResolver(resolve: Resolve, root: CanonicalRoot): Resolve {
   if (resolve !== resolveSymlinks) return resolve;
-  const real = root.path;
-  const bound = (path: string): boolean => isWithin(path, real) || isWithin(real, path);
+  const { path: real, spelled } = root;
+  // A link inside may name the root by the link it was given by (`current -> releases/5`).
+  const bound = (path: string): boolean =>
+    isWithin(path, real) || isWithin(real, path) || isWithin(spelled, path);
   return (path) => resolveWithin(fromRealRoot(path, root), bound);
 }
 

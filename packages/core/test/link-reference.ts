@@ -116,7 +116,8 @@ export interface Roots {
  * that root (DESIGN.md steps 4–7), then resolved on disk. `fenced` (a route
  * guard): one below neither spelling of the root is outside, never looked
  * at; one below it is walked from the real root, and is outside where the
- * walk would look at a path neither below the real root nor above it.
+ * walk would look at a path neither below the real root nor above it (or
+ * above, or at, the root as written).
  */
 export function expectedCheck(
   value: string,
@@ -171,8 +172,11 @@ type Walked = { at: string } | { stopped: string; left: boolean };
  */
 function leftAt(lexical: string, realRoot: string, spelledRoot: string): string {
   const below = namesBelow(lexical, realRoot) ?? namesBelow(lexical, spelledRoot) ?? [];
+  // Below the real root, or above it or the root as written (or that spelling itself).
   const bound = (path: string) =>
-    namesBelow(path, realRoot) !== null || namesBelow(realRoot, path) !== null;
+    namesBelow(path, realRoot) !== null ||
+    namesBelow(realRoot, path) !== null ||
+    namesBelow(spelledRoot, path) !== null;
   const walked = lookup('/', [...realRoot.split('/'), ...below], bound, { links: 0 });
   return 'stopped' in walked && walked.left ? composed(walked.stopped) : '';
 }

@@ -160,6 +160,11 @@ function makeBeyond(): void {
   fs.symlinkSync('roo', `${base}/roo`);
   fs.symlinkSync('../../root2', `${base}/root/uploads/longer`);
   fs.symlinkSync('../../roo', `${base}/root/uploads/shorter`);
+  // Links to a folder inside, written through the root as given (`alias`, a link to it).
+  fs.mkdirSync(`${base}/root/uploads/v2`);
+  fs.symlinkSync(`${base}/alias/uploads/v2`, `${base}/root/uploads/latest`);
+  fs.symlinkSync('../../alias/uploads/v2', `${base}/root/uploads/latest-relative`);
+  fs.symlinkSync(`${base}/alias/uploads/out`, `${base}/root/uploads/alias-out`);
   fs.writeFileSync(`${out}/file`, 'x');
   fs.symlinkSync('file/../dir', `${out}/file-up`);
   fs.symlinkSync(Buffer.from([0x66, 0xff]), `${out}/not-utf8`);
@@ -225,6 +230,23 @@ describe('a client value through a link inside the root that points out, with re
     const policy = policyOf(`${base}/alias`, resolveSymlinks);
     const values = [`${base}/alias/uploads/a`, `${base}/alias/uploads/out/loop`];
     expect(reasons(policy, values)).toEqual(['allow', 'path-not-in-allowlist']);
+  });
+
+  it('is followed through a link inside that names the root as given (a link to it), looking at nothing else', () => {
+    const policy = policyOf(`${base}/alias`, resolveSymlinks);
+    const values = [
+      'uploads/latest/a',
+      'uploads/latest-relative/a',
+      `${base}/alias/uploads/latest/a`,
+    ];
+    touched.length = 0;
+    expect(reasons(policy, values)).toEqual(['allow', 'allow', 'allow']);
+    const alias = `${base}/alias`;
+    // The root's way as given too: the alias and its ancestors (the root's build looked there).
+    const onWay = (p: string) =>
+      onRootsWay(p, `${base}/root`) || p === alias || alias.startsWith(`${p}/`);
+    expect(touched.filter((p) => !onWay(p))).toEqual([]);
+    expect(reasons(policy, ['uploads/alias-out/loop/x'])).toEqual(['path-not-in-allowlist']);
   });
 
   it('is resolved on through the link by a resolver of your own, even one wrapping resolveSymlinks', () => {
