@@ -160,11 +160,16 @@ function makeBeyond(): void {
   fs.symlinkSync('roo', `${base}/roo`);
   fs.symlinkSync('../../root2', `${base}/root/uploads/longer`);
   fs.symlinkSync('../../roo', `${base}/root/uploads/shorter`);
-  // Links to a folder inside, written through the root as given (`alias`, a link to it).
+  // Links to a folder inside, written through the root as given (`links/root`,
+  // a link to it in a folder of its own, on the root's way only as given).
   fs.mkdirSync(`${base}/root/uploads/v2`);
-  fs.symlinkSync(`${base}/alias/uploads/v2`, `${base}/root/uploads/latest`);
-  fs.symlinkSync('../../alias/uploads/v2', `${base}/root/uploads/latest-relative`);
-  fs.symlinkSync(`${base}/alias/uploads/out`, `${base}/root/uploads/alias-out`);
+  fs.mkdirSync(`${base}/links`);
+  fs.symlinkSync('../root', `${base}/links/root`);
+  fs.symlinkSync(`${base}/links/root/uploads/v2`, `${base}/root/uploads/latest`);
+  fs.symlinkSync('../../links/root/uploads/v2', `${base}/root/uploads/latest-relative`);
+  fs.symlinkSync(`${base}/links/root/uploads/out`, `${base}/root/uploads/alias-out`);
+  // A link to a name at `/` that is on no root's way.
+  fs.symlinkSync('/pathgate-oracle-none/x', `${base}/root/uploads/elsewhere`);
   fs.writeFileSync(`${out}/file`, 'x');
   fs.symlinkSync('file/../dir', `${out}/file-up`);
   fs.symlinkSync(Buffer.from([0x66, 0xff]), `${out}/not-utf8`);
@@ -187,6 +192,7 @@ const BEYOND = [
   // Through links to `root2` and `roo`: each holds a loop, which a walk into them would hit.
   'uploads/longer/loop/x',
   'uploads/shorter/x',
+  'uploads/elsewhere/y',
 ];
 
 /** True when `p` is `real` or below it, or one of its ancestors. */
@@ -233,15 +239,11 @@ describe('a client value through a link inside the root that points out, with re
   });
 
   it('is followed through a link inside that names the root as given (a link to it), looking at nothing else', () => {
-    const policy = policyOf(`${base}/alias`, resolveSymlinks);
-    const values = [
-      'uploads/latest/a',
-      'uploads/latest-relative/a',
-      `${base}/alias/uploads/latest/a`,
-    ];
+    const alias = `${base}/links/root`;
+    const policy = policyOf(alias, resolveSymlinks);
+    const values = ['uploads/latest/a', 'uploads/latest-relative/a', `${alias}/uploads/latest/a`];
     touched.length = 0;
     expect(reasons(policy, values)).toEqual(['allow', 'allow', 'allow']);
-    const alias = `${base}/alias`;
     // The root's way as given too: the alias and its ancestors (the root's build looked there).
     const onWay = (p: string) =>
       onRootsWay(p, `${base}/root`) || p === alias || alias.startsWith(`${p}/`);
