@@ -33,6 +33,9 @@ mkdirSync(join(base, 'secret', 'dir'));
 symlinkSync(Buffer.from([0x66, 0xff]), join(base, 'secret', 'not-utf8'));
 symlinkSync('../..', join(root, 'uploads', 'up'));
 symlinkSync('../../secret/../root/uploads', join(root, 'uploads', 'sibling'));
+// The root as a deploy gives it, through a link (`current`), and a link inside named through it.
+symlinkSync('root', join(base, 'current'));
+symlinkSync(join(base, 'current', 'public'), join(root, 'uploads', 'latest'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 const policy = new PermissionPolicy({
@@ -117,3 +120,24 @@ describe.each(FRAMEWORKS)('%s with resolveSymlinks', (framework) => {
     });
   });
 });
+
+const throughCurrent = watchApps(
+  new PermissionPolicy({
+    root: join(base, 'current'),
+    permissions: { fs: ['./public/**', 'rw:./uploads/**'] },
+    resolve: resolveSymlinks,
+  }),
+  ROUTES.slice(0, 1),
+);
+
+describe.each(FRAMEWORKS)(
+  '%s with resolveSymlinks and a root given through a link',
+  (framework) => {
+    it('a link inside that names a folder through the root as given is followed', async () => {
+      const answer = await send(throughCurrent.apps[framework].port, {
+        path: '/files/uploads/latest/a.txt',
+      });
+      expect(answer.body).toMatchObject({ pathgate: { params: { '*': `${root}/public/a.txt` } } });
+    });
+  },
+);
