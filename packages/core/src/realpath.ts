@@ -73,6 +73,15 @@ export function resolveSymlinks(path: string): string {
 }
 
 /**
+ * Where `resolveSymlinks` carries its bounded walk (`resolveWithin`), under
+ * a key every copy of this package in a process shares: its ESM and
+ * CommonJS builds are two copies, and an app may load both, so the route
+ * guard of one copy finds the bounded walk of the other copy's function.
+ */
+export const BOUNDED_WALK = Symbol.for('@pathgate/core: resolveSymlinks, bounded walk, v1');
+Object.defineProperty(resolveSymlinks, BOUNDED_WALK, { value: resolveWithin });
+
+/**
  * `resolveSymlinks`, its walk bounded: a component whose path `bound`
  * refuses is never looked at (no `lstat`, no `readlink`); the walk stops
  * there and answers that path with the rest still to walk appended, or

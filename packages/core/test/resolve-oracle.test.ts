@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -263,6 +264,14 @@ describe('a client value through a link inside the root that points out, with re
     asked.length = 0;
     expect(reasons(policy, ['uploads/out/loop/x'])).toEqual(['resolve-failed']);
     expect(asked).toEqual([`${base}/root/uploads/out/loop/x`]);
+  });
+
+  it('is denied alike with the resolveSymlinks of the other build of the package (CommonJS)', () => {
+    // The built copy beside these sources: another function, as in an app that loads both builds.
+    const other = createRequire(import.meta.url)('../dist/index.cjs').resolveSymlinks;
+    expect(other).not.toBe(resolveSymlinks);
+    const policy = policyOf(`${base}/root`, other);
+    expect(reasons(policy, BEYOND)).toEqual(BEYOND.map(() => 'path-not-in-allowlist'));
   });
 
   it('is resolved on through the link by checkFs, out and back in (DESIGN.md step 8)', () => {
