@@ -36,7 +36,8 @@ const PATH_MAX = 4096;
  * - where no link is among the folders above the last name, their walk is
  *   one open of the last folder, whose real path the kernel names in
  *   /proc/self/fd (`linkFreeFolders`): a walk of `lstat` calls, each from
- *   `/`, costs the square of the depth;
+ *   `/`, costs the square of the depth. Not in a bounded walk: the kernel's
+ *   open would follow a link out and look beyond it;
  * - a link whose target is not valid UTF-8 throws (code `EILSEQ`): decoding it
  *   lossily could hide a link under a name that merely looks missing;
  * - an answer not in Unicode NFC (a name from a link target) throws (code
@@ -153,12 +154,14 @@ function walk(path: string, bound: Bound | undefined): string {
  * opening the last folder looks it up once, and the kernel then names its
  * real path (/proc/self/fd). Any difference (a link, `..`, a name that is
  * not UTF-8), any failure (a missing or unreadable folder, no /proc), and
- * the walk goes step by step from `/`. Only within `bound`.
+ * the walk goes step by step from `/`. Never in a bounded walk: the open
+ * follows any link on the way, one out of the bound included, and whether it
+ * found a folder there shows in the time taken (about 6 µs).
  */
 function linkFreeFolders(segments: readonly string[], bound: Bound | undefined): string[] {
+  if (bound !== undefined || segments.length < 3) return [];
   const folders = segments.slice(0, -1);
   const folder = joinSegments(folders);
-  if (folders.length < 2 || (bound !== undefined && !bound(folder))) return [];
   let fd: number;
   try {
     // O_DIRECTORY: a FIFO or a device is refused before it is opened.

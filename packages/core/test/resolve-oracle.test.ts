@@ -21,11 +21,10 @@ import { runGuard } from './guard-run.js';
 // which names exist. checkFs and the predicates keep DESIGN.md's steps: they
 // resolve every value, and answer the application, not a client.
 
-/**
- * The paths resolveSymlinks lstat-ed, opened or read as a link, in order;
- * not the /proc/self/fd link naming a folder it opened (that folder is).
- */
+/** The paths resolveSymlinks lstat-ed or read as a link, in order. */
 const touched: string[] = [];
+/** The paths it opened: the kernel follows every link on such a path, one out of the root too. */
+const opened: string[] = [];
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof fs>();
   const lstatSync = ((p: fs.PathLike, options?: fs.StatSyncOptions) => {
@@ -33,11 +32,11 @@ vi.mock('node:fs', async (importOriginal) => {
     return real.lstatSync(p, options);
   }) as typeof fs.lstatSync;
   const readlinkSync = ((p: fs.PathLike, options?: fs.EncodingOption) => {
-    if (!String(p).startsWith('/proc/self/fd/')) touched.push(String(p));
+    touched.push(String(p));
     return real.readlinkSync(p, options);
   }) as typeof fs.readlinkSync;
   const openSync = ((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
-    touched.push(String(p));
+    opened.push(String(p));
     return real.openSync(p, flags ?? 'r', mode);
   }) as typeof fs.openSync;
   return { ...real, lstatSync, readlinkSync, openSync };
@@ -210,10 +209,15 @@ describe('a client value through a link inside the root that points out, with re
   it('never makes the resolver lstat or read a path outside the root but its ancestors', () => {
     const policy = bounded();
     touched.length = 0;
+    opened.length = 0;
     reasons(policy, BEYOND);
     const real = `${base}/root`;
     expect(touched.length).toBeGreaterThan(0);
     expect(touched.filter((p) => !onRootsWay(p, real))).toEqual([]);
+    // No open of a folder chain either (resolveSymlinks' shortcut unbounded): it would follow `out`.
+    expect(opened).toEqual([]);
+    expect(resolveSymlinks(`${base}/root/uploads/out/dir/x`)).toBe(`${base}/out/dir/x`);
+    expect(opened).toEqual([`${base}/root/uploads/out/dir`]);
   });
 
   it('is resolve-failed when the target leaves and climbs back (`..`), whether that folder exists', () => {
