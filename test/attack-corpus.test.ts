@@ -1,5 +1,6 @@
 import { checkFs, isInside, type PathgateInfo, type PathSpec } from '@pathgate/core';
 import { describe, expect, it } from 'vitest';
+import { REASONS as DENY_REASONS } from './answer.js';
 import {
   type Denied,
   FRAMEWORKS,
@@ -63,17 +64,8 @@ function coreSides(row: CorpusRow): Side[] {
 }
 
 const CORE_ROWS = CORPUS.filter((row) => coreSides(row).length > 0);
-const REASONS = new Set([
-  'not-a-string',
-  'nul-byte',
-  'invalid-unicode',
-  'resolve-failed',
-  'path-not-in-allowlist',
-  'mode-not-permitted',
-  'missing-path',
-  'unexpected-file',
-  'path-too-long',
-]);
+/** The reasons a request can be denied for: a policy's relative root fails its build instead. */
+const REASONS = new Set<string>(DENY_REASONS.filter((reason) => reason !== 'relative-root'));
 
 /** The guard's own reasons, which checkFs on the same value does not give. */
 const GUARD_ONLY = new Set(['missing-path', 'path-too-long']);
