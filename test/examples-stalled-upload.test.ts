@@ -1,11 +1,13 @@
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { descriptorsUnder } from '../packages/express-middleware/test/helpers.js';
 import { EXAMPLES } from './examples.js';
 import { startedForSuite } from './fixture.js';
 import { idle } from './process-idle.js';
 import { rawRequest } from './raw-http.js';
+import { closedFirst, filePartOf, skippedPart } from './stalling-bodies.js';
 
 // An upload whose parser stalls (busboy 1.6 under multer, busboy-hangs.test.ts)
 // while its file is being written, then its client leaves: nothing of it
@@ -15,18 +17,11 @@ import { rawRequest } from './raw-http.js';
 // a parser its request closed on before the body was parsed.
 
 const B = 'stalled-boundary';
-const file = (name: string, size: number) =>
-  `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\n${'x'.repeat(size)}\r\n`;
+/** busboy 1.6's stall (closedFirst), its second file being written when it stalls. */
+const BODY = closedFirst(B, 'file', 70_000);
 
-/** Opens with a closing delimiter: busboy 1.6 stalls on the second file once it spans two writes. */
-const BODY = Buffer.from(
-  `\r\n--${B}--\r\n${file('a.txt', 10)}${file('b.txt', 70_000)}--${B}--\r\n`,
-);
-
-/** A part without Content-Disposition, 16 KiB: @fastify/busboy 3.2.6 stalls skipping it. */
-const SKIPPED = Buffer.from(
-  `--${B}\r\nX-Other: 1\r\n\r\n${'x'.repeat(16_384)}\r\n${file('c.txt', 10)}--${B}--\r\n`,
-);
+/** @fastify/busboy 3.2.6's stall: 16 KiB skipped in one write, a file after it. */
+const SKIPPED = skippedPart(B, 16_384, filePartOf(B, 'file', 'c.txt', 10));
 
 /** The body each example's parser stalls on. */
 const STALLING = { fastify: SKIPPED, express: BODY };
@@ -49,19 +44,6 @@ async function sendStalling(port: number, body: Buffer): Promise<net.Socket> {
   return socket;
 }
 
-/** The descriptors this process holds on files under `root`. */
-function openUnder(root: string): string[] {
-  return readdirSync('/proc/self/fd')
-    .map((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        return '';
-      }
-    })
-    .filter((target) => target.startsWith(`${root}/`));
-}
-
 describe.each(EXAMPLES)(
   '$name example: an upload stalled by its parser, its client gone',
   (example) => {
@@ -71,7 +53,7 @@ describe.each(EXAMPLES)(
       const socket = await sendStalling(app.port, BODY);
       socket.destroy();
       await idle();
-      expect(openUnder(app.root)).toEqual([]);
+      expect(descriptorsUnder(app.root)).toEqual([]);
       expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
     });
   },
@@ -93,7 +75,7 @@ describe.each(EXAMPLES)(
       await new Promise((resolve) => socket.once('close', resolve));
       expect(Buffer.concat(received).toString()).toBe('');
       await idle();
-      expect(openUnder(app.root)).toEqual([]);
+      expect(descriptorsUnder(app.root)).toEqual([]);
       expect(readdirSync(join(app.root, 'uploads'))).toEqual(['hello.txt']);
     });
   },
