@@ -4,14 +4,17 @@ import { rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { compileRouteGuard, PermissionPolicy } from '../src/index.js';
 import { resolveSymlinks } from '../src/realpath.js';
+import { runGuard } from './guard-run.js';
 
 // resolveSymlinks on deep paths. Each lstat looks its whole path up from `/`,
 // so walking N folders one lstat each costs the square of N (2,000 folders:
 // 0.23 s a check). Where no link is among the folders above the last name,
 // one open of the last folder and its /proc/self/fd name stand for the walk.
-// The count of lstat calls shows which way a path went; the answers must
-// be the kernel's either way.
+// Otherwise, deep down, the walk holds a folder open every ANCHOR_EVERY
+// folders and looks names up from it. The lstat calls show which way a path
+// went; the answers must be the kernel's either way.
 
 /** The paths lstat-ed, in order. */
 const lstated: string[] = [];
@@ -25,6 +28,8 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 const DEPTH = 300;
+/** The most folders one lookup may walk: ANCHOR_EVERY (32), and the name. */
+const MOST_WALKED = 33;
 let base = '';
 /** `count` folders named `a`, as a relative path. */
 const folders = (count: number) => Array.from({ length: count }, () => 'a').join('/');
@@ -35,6 +40,7 @@ beforeAll(() => {
   base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-deep-')));
   fs.mkdirSync(`${base}/real/${deep}`, { recursive: true });
   fs.writeFileSync(`${base}/real/${deep}/f`, 'x');
+  fs.symlinkSync('real', `${base}/alias`);
   // Halfway down another tree, a link to the first one's middle folder.
   fs.mkdirSync(`${base}/linked/${half}`, { recursive: true });
   fs.symlinkSync(`${base}/real/${half}`, `${base}/linked/${half}/in`);
@@ -78,5 +84,62 @@ describe('resolveSymlinks on a path hundreds of folders deep', () => {
     expect(fs.lstatSync(`${base}/fifo/a/pipe`).isFIFO()).toBe(true);
     const below = `${base}/fifo/a/pipe/x`;
     expect(resolvedWith(below).resolved).toBe(below);
+  });
+
+  it('looks each name up from a folder at most 33 folders above it, however deep', () => {
+    // From `/` each time, a walk 300 folders deep would look 300 folders up per name.
+    const through = `${base}/linked/${half}/in/${half}/f`;
+    expect(resolvedWith(through).resolved).toBe(fs.realpathSync.native(through));
+    expect(Math.max(...lstated.map(foldersWalked))).toBeLessThanOrEqual(MOST_WALKED);
+    // The route guard's bounded walk, through the link the root was given by.
+    const policy = new PermissionPolicy({
+      root: `${base}/alias`,
+      permissions: { fs: ['./**'] },
+      resolve: resolveSymlinks,
+    });
+    const guard = compileRouteGuard(policy, { mode: 'read', paths: [{ body: 'p' }] }, 'POST /x');
+    lstated.length = 0;
+    const { result, info } = runGuard(guard, { body: { p: `${deep}/f` } });
+    expect({ ok: result.ok, path: info.body.p }).toEqual({
+      ok: true,
+      path: `${base}/real/${deep}/f`,
+    });
+    expect(lstated.length).toBeGreaterThan(DEPTH);
+    expect(Math.max(...lstated.map(foldersWalked))).toBeLessThanOrEqual(MOST_WALKED);
+  });
+});
+
+/** The folders the kernel walks for a path: from /proc/self/fd/<fd>, or from `/`. */
+function foldersWalked(path: string): number {
+  const below = /^\/proc\/self\/fd\/\d+(\/.*)$/.exec(path)?.[1] ?? path;
+  return below.split('/').length - 1;
+}
+
+describe('resolveSymlinks where a link target makes the path longer than PATH_MAX', () => {
+  it('throws ENAMETOOLONG, as the kernel does, though the folder it looks from is held open', () => {
+    // 40 folders of 98 letters: a path near 4,000 bytes, deep enough to be held open.
+    const long = `${base}/long/${Array.from({ length: 40 }, () => 'l'.repeat(98)).join('/')}`;
+    fs.mkdirSync(long, { recursive: true });
+    const [x, y] = ['x'.repeat(60), 'y'.repeat(60)];
+    // Relative to `long`: the kernel refuses the whole path from `/`.
+    execFileSync('mkdir', ['-p', `${x}/${y}`], { cwd: long });
+    fs.symlinkSync(long, `${base}/to-long`);
+    try {
+      const value = `${base}/to-long/${x}/${y}`;
+      expect(Buffer.byteLength(`${long}/${x}/${y}`)).toBeGreaterThanOrEqual(4096);
+      expect(() => fs.realpathSync.native(value)).toThrow(
+        expect.objectContaining({ code: 'ENAMETOOLONG' }),
+      );
+      expect(() => resolveSymlinks(value)).toThrow(
+        expect.objectContaining({ code: 'ENAMETOOLONG' }),
+      );
+      // One name fewer fits, and is the kernel's answer.
+      expect(resolveSymlinks(`${base}/to-long/${x}`)).toBe(
+        fs.realpathSync.native(`${base}/to-long/${x}`),
+      );
+    } finally {
+      // fs.rm would call the kernel with the whole path, too long for it.
+      execFileSync('rm', ['-rf', x], { cwd: long });
+    }
   });
 });
