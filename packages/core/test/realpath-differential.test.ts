@@ -12,6 +12,7 @@ import {
   PermissionPolicy,
   resolveSymlinks,
 } from '../src/index.js';
+import { ANCHOR_EVERY } from '../src/walked-folder.js';
 import { runGuard } from './guard-run.js';
 import {
   expectedCheck,
@@ -34,16 +35,38 @@ const RULE_SETS = [['./public/**', 'rw:./uploads/**'], ['./**'], ['rw:./a/*', '.
 const MODES: readonly FsAccessMode[] = ['read', 'write'];
 const SEED = 20261205;
 
+let top = '';
 let base = '';
 
 beforeAll(() => {
-  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-link-diff-')));
+  top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-link-diff-')));
 });
 
 afterAll(() => {
   // rmSync removes links themselves and never follows them.
-  if (base !== '') fs.rmSync(base, { recursive: true, force: true });
+  if (top !== '') fs.rmSync(top, { recursive: true, force: true });
 });
+
+/**
+ * Where the trees are built: deep down, resolveSymlinks' walk holds a folder
+ * open every ANCHOR_EVERY folders and looks names up from it
+ * (walked-folder.ts). `depth` is the trees' folder's depth below `/`, as a
+ * count of ANCHOR_EVERY: 0 at the temp folder, else a folder that deep, so
+ * that the walk takes hold in a tree's first level, and again.
+ */
+const PLACES = [
+  { depth: 0, label: 'in the temp folder', runs: 300 },
+  { depth: 1, label: 'held open from its first level', runs: 150 },
+  { depth: 2, label: 'held open twice', runs: 100 },
+];
+
+/** A folder `depth` × ANCHOR_EVERY - 1 folders below `/`, made below `top`; `top` for 0. */
+function placeAt(depth: number): string {
+  const above = depth * ANCHOR_EVERY - 1 - top.split('/').length + 1;
+  const place = depth === 0 ? top : `${top}${'/d'.repeat(above)}`;
+  fs.mkdirSync(place, { recursive: true });
+  return place;
+}
 
 /** checkFs's answer, cut to what the reference predicts. */
 function actualCheck(policy: PermissionPolicy, value: string, mode: FsAccessMode): unknown {
@@ -77,72 +100,85 @@ function predicted(result: CheckResult | undefined): unknown {
     : { outcome: 'deny', reason: result.reason, path: result.path };
 }
 
-describe('resolveSymlinks through checkFs, against the operating system', () => {
-  it('decides and reports every path of a random tree as the kernel resolves it', () => {
-    fc.assert(
-      fc.property(
-        tree,
-        fc.constantFrom(...ROOTS),
-        fc.constantFrom(...RULE_SETS),
-        fc.array(request, { minLength: 1, maxLength: 8 }),
-        (shape, rootName, fsRules, requests) => {
-          buildTree(base, shape);
-          const root = `${base}/${rootName}`;
-          const realRoot = expectedRoot(root);
-          const build = () =>
-            new PermissionPolicy({ root, permissions: { fs: fsRules }, resolve: resolveSymlinks });
-          // A root that cannot be resolved (a loop) is refused when the policy is built.
-          if (realRoot === null) return void expect(build).toThrow(TypeError);
-          const policy = build();
-          const roots = { realRoot, spelledRoot: root, fenced: false };
-          const rules = fsRules.map(simpleRule);
-          for (const sent of requests) {
-            const value = requestText(base, sent);
-            // The predicates resolve the root and the value the same way.
-            const want = expectedCheck(value, roots, rules, 'read');
-            const inside = 'path' in want && namesBelow(want.path, realRoot) !== null;
-            expect({ value, inside: isInside(value, root, { resolve: resolveSymlinks }) }).toEqual({
-              value,
-              inside,
-            });
-            for (const mode of MODES) {
-              const want = expectedCheck(value, roots, rules, mode);
-              expect({ value, mode, got: actualCheck(policy, value, mode) }).toEqual({
-                value,
-                mode,
-                got: want,
-              });
-            }
-            expectGuard(policy, value, roots, rules);
-          }
-        },
-      ),
-      { seed: SEED, numRuns: 300 },
-    );
-  }, 30_000);
-});
+describe.each(PLACES)('resolveSymlinks on a tree $label', ({ depth, runs }) => {
+  beforeAll(() => {
+    base = placeAt(depth);
+  });
 
-describe('the route guard with resolveSymlinks, through a link in the root that leads out', () => {
-  it('decides as the reference bounded to the root, whatever lies beyond the link', () => {
-    fc.assert(
-      fc.property(
-        linkOut,
-        fc.constantFrom('root', 'alias', 'alias2'),
-        fc.constantFrom(...RULE_SETS),
-        ({ shape, requests }, rootName, fsRules) => {
-          buildTree(base, shape);
-          const root = `${base}/${rootName}`;
-          const policy = new PermissionPolicy({
-            root,
-            permissions: { fs: fsRules },
-            resolve: resolveSymlinks,
-          });
-          const roots = { realRoot: `${base}/root`, spelledRoot: root, fenced: true };
-          const rules = fsRules.map(simpleRule);
-          for (const value of requests) expectGuard(policy, value, roots, rules);
-        },
-      ),
-      { seed: SEED, numRuns: 300 },
-    );
-  }, 30_000);
+  describe('through checkFs, against the operating system', () => {
+    it('decides and reports every path of a random tree as the kernel resolves it', () => {
+      fc.assert(
+        fc.property(
+          tree,
+          fc.constantFrom(...ROOTS),
+          fc.constantFrom(...RULE_SETS),
+          fc.array(request, { minLength: 1, maxLength: 8 }),
+          (shape, rootName, fsRules, requests) => {
+            buildTree(base, shape);
+            const root = `${base}/${rootName}`;
+            const realRoot = expectedRoot(root);
+            const build = () =>
+              new PermissionPolicy({
+                root,
+                permissions: { fs: fsRules },
+                resolve: resolveSymlinks,
+              });
+            // A root that cannot be resolved (a loop) is refused when the policy is built.
+            if (realRoot === null) return void expect(build).toThrow(TypeError);
+            const policy = build();
+            const roots = { realRoot, spelledRoot: root, fenced: false };
+            const rules = fsRules.map(simpleRule);
+            for (const sent of requests) {
+              const value = requestText(base, sent);
+              // The predicates resolve the root and the value the same way.
+              const want = expectedCheck(value, roots, rules, 'read');
+              const inside = 'path' in want && namesBelow(want.path, realRoot) !== null;
+              expect({
+                value,
+                inside: isInside(value, root, { resolve: resolveSymlinks }),
+              }).toEqual({
+                value,
+                inside,
+              });
+              for (const mode of MODES) {
+                const want = expectedCheck(value, roots, rules, mode);
+                expect({ value, mode, got: actualCheck(policy, value, mode) }).toEqual({
+                  value,
+                  mode,
+                  got: want,
+                });
+              }
+              expectGuard(policy, value, roots, rules);
+            }
+          },
+        ),
+        { seed: SEED, numRuns: runs },
+      );
+    }, 30_000);
+  });
+
+  describe('the route guard, through a link in the root that leads out', () => {
+    it('decides as the reference bounded to the root, whatever lies beyond the link', () => {
+      fc.assert(
+        fc.property(
+          linkOut,
+          fc.constantFrom('root', 'alias', 'alias2'),
+          fc.constantFrom(...RULE_SETS),
+          ({ shape, requests }, rootName, fsRules) => {
+            buildTree(base, shape);
+            const root = `${base}/${rootName}`;
+            const policy = new PermissionPolicy({
+              root,
+              permissions: { fs: fsRules },
+              resolve: resolveSymlinks,
+            });
+            const roots = { realRoot: `${base}/root`, spelledRoot: root, fenced: true };
+            const rules = fsRules.map(simpleRule);
+            for (const value of requests) expectGuard(policy, value, roots, rules);
+          },
+        ),
+        { seed: SEED, numRuns: runs },
+      );
+    }, 30_000);
+  });
 });

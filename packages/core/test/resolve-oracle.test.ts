@@ -27,16 +27,19 @@ const touched: string[] = [];
 const opened: string[] = [];
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof fs>();
+  // A path below a folder the walk holds open, as the path of that folder.
+  const named = (p: fs.PathLike) =>
+    String(p).replace(/^\/proc\/self\/fd\/\d+/, (fd) => real.readlinkSync(fd));
   const lstatSync = ((p: fs.PathLike, options?: fs.StatSyncOptions) => {
-    touched.push(String(p));
+    touched.push(named(p));
     return real.lstatSync(p, options);
   }) as typeof fs.lstatSync;
   const readlinkSync = ((p: fs.PathLike, options?: fs.EncodingOption) => {
-    touched.push(String(p));
+    touched.push(named(p));
     return real.readlinkSync(p, options);
   }) as typeof fs.readlinkSync;
   const openSync = ((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
-    opened.push(String(p));
+    opened.push(named(p));
     return real.openSync(p, flags ?? 'r', mode);
   }) as typeof fs.openSync;
   return { ...real, lstatSync, readlinkSync, openSync };
@@ -53,16 +56,26 @@ const watching = (p: string): string => {
 /** Longer than any name the kernel accepts (NAME_MAX, 255 bytes). */
 const LONG = 'n'.repeat(300);
 
+/** The same scene 40 folders further down, where the walk holds folders open (walked-folder.ts). */
+let deep = '';
+
 beforeAll(() => {
   base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pathgate-oracle-')));
-  for (const dir of ['root/uploads', 'root/private', 'root-alias-target', 'out/dir']) {
-    fs.mkdirSync(`${base}/${dir}`, { recursive: true });
-  }
-  fs.symlinkSync('loop', `${base}/out/loop`);
-  fs.symlinkSync(`${base}/root/uploads`, `${base}/out/in`);
-  fs.symlinkSync('root', `${base}/alias`);
-  makeBeyond();
+  deep = `${base}/deep${'/d'.repeat(40)}`;
+  makeScene(base);
+  makeScene(deep);
 });
+
+/** The root, the folders and links beside it, and those beyond `uploads/out`, in `at`. */
+function makeScene(at: string): void {
+  for (const dir of ['root/uploads', 'root/private', 'root-alias-target', 'out/dir']) {
+    fs.mkdirSync(`${at}/${dir}`, { recursive: true });
+  }
+  fs.symlinkSync('loop', `${at}/out/loop`);
+  fs.symlinkSync(`${at}/root/uploads`, `${at}/out/in`);
+  fs.symlinkSync('root', `${at}/alias`);
+  makeBeyond(at);
+}
 
 afterAll(() => {
   if (base !== '') fs.rmSync(base, { recursive: true, force: true });
@@ -147,7 +160,7 @@ describe('a name too long for any folder, with resolveSymlinks', () => {
 const locks = process.getuid?.() !== 0;
 
 /** Links in the root (out, back in through a sibling, up to ancestors) and the things beyond `out`. */
-function makeBeyond(): void {
+function makeBeyond(base: string): void {
   const out = `${base}/out`;
   fs.symlinkSync(out, `${base}/root/uploads/out`);
   fs.symlinkSync('../../out/../root/uploads', `${base}/root/uploads/sibling`);
@@ -291,5 +304,22 @@ describe('a client value through a link inside the root that points out, with re
       { outcome: 'deny', reason: 'resolve-failed' },
     ]);
     expect(resolveSymlinks(`${base}/root/uploads/out/in/a`)).toBe(`${base}/root/uploads/a`);
+  });
+});
+
+describe('a client value through a link out, deep below a folder the walk holds open', () => {
+  it("is denied path-not-in-allowlist, the walk looking at nothing off the root's way", () => {
+    const policy = policyOf(`${deep}/root`, resolveSymlinks);
+    touched.length = 0;
+    opened.length = 0;
+    expect(reasons(policy, BEYOND)).toEqual(BEYOND.map(() => 'path-not-in-allowlist'));
+    // It held folders open (on the root's way only), and looked names up below them.
+    expect(opened.length).toBeGreaterThan(0);
+    const offWay = [...touched, ...opened].filter((p) => !onRootsWay(p, `${deep}/root`));
+    expect(offWay).toEqual([]);
+    expect(reasons(policy, ['uploads/up/root/uploads/a', 'uploads/out/../a'])).toEqual([
+      'allow',
+      'allow',
+    ]);
   });
 });
