@@ -235,7 +235,8 @@ function readTarget(lookup: string, link: string): string {
 /** A file system error about `lookup` (a /proc path), told of `here`, the path the caller gave. */
 function namedAt(error: unknown, lookup: string, here: string): unknown {
   if (lookup === here || !(error instanceof Error)) return error;
-  error.message = error.message.replace(lookup, here);
+  // A function, not a string: a `$&` or `$'` in a folder's name is no pattern to replace.
+  error.message = error.message.replace(lookup, () => here);
   return Object.assign(error, { path: here });
 }
 

@@ -228,7 +228,7 @@ describe('resolveSymlinks on a path of exactly PATH_MAX bytes below a held folde
 });
 
 describe('resolveSymlinks deep down, on an error', () => {
-  it.each(['plain'])(
+  it.each(['plain', 'a$&b', "a$'b", 'a$`b', 'a$$b'])(
     'names the path asked for, not the one through /proc (a folder %s)',
     (name) => {
       const folder = down(`${base}/names/${name}`, 40);
