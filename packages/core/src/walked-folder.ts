@@ -64,7 +64,7 @@ export class WalkedFolder {
   up(): void {
     this.segments.pop();
     this.path = this.path.slice(0, this.path.lastIndexOf('/'));
-    if (this.anchor !== undefined && this.segments.length < this.anchor.depth) this.release();
+    if (this.anchor !== undefined && this.segments.length < this.anchor.depth) this.climb();
   }
 
   /** Goes back to `/` (an absolute link target). */
@@ -78,6 +78,23 @@ export class WalkedFolder {
   release(): void {
     if (this.anchor !== undefined) fs.closeSync(this.anchor.fd);
     this.anchor = undefined;
+  }
+
+  /**
+   * Above the anchor, deep down, holds the anchor's parent (its `..`, as the
+   * kernel finds it) in its place: from `/` again, each name of a link target
+   * such as `../d/../d/…` would cost the whole depth.
+   */
+  private climb(): void {
+    const held = this.anchor;
+    const parent =
+      held !== undefined && this.segments.length >= ANCHOR_EVERY
+        ? openFolder(`/proc/self/fd/${held.fd}/..`)
+        : undefined;
+    this.release();
+    if (parent !== undefined) {
+      this.anchor = { fd: parent, depth: this.segments.length, length: this.path.length };
+    }
   }
 
   /** Holds this folder open as the anchor; where it cannot be, keeps the anchor it had. */

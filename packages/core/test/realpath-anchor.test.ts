@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveSymlinks, resolveWithin } from '../src/realpath.js';
 import { ANCHOR_EVERY } from '../src/walked-folder.js';
+import { foldersWalked } from './folders-walked.js';
 
 // Deep down, resolveSymlinks holds a folder of its walk open (the anchor) and
 // looks names up from it through /proc/self/fd (walked-folder.ts). Where that
@@ -135,12 +136,6 @@ describe('resolveSymlinks deep down, where a folder cannot be held open and look
   });
 });
 
-/** The folders the kernel walks for a path: below /proc/self/fd/<fd>, or from `/`. */
-function foldersWalked(lookup: string): number {
-  const below = /^\/proc\/self\/fd\/\d+(\/.*)$/.exec(lookup)?.[1] ?? lookup;
-  return below.split('/').length - 1;
-}
-
 describe('resolveSymlinks deep down, after a link climbs back to the folder it holds open', () => {
   it('still looks each name up, opens and reads links at most ANCHOR_EVERY folders below one', () => {
     // A link 5 folders below a held folder (its depth from `/` a multiple of
@@ -160,6 +155,20 @@ describe('resolveSymlinks deep down, after a link climbs back to the folder it h
       deepest,
       walked: true,
     });
+  });
+});
+
+describe('resolveSymlinks deep down, through a link that goes up and down again', () => {
+  it('looks each name of `../d/../d/…` up from the held folder, not from `/` again', () => {
+    // The link in a folder the walk holds open (its depth a multiple of
+    // ANCHOR_EVERY), so each `..` leaves that folder for its parent.
+    const j = 2 * ANCHOR_EVERY - (spine.split('/').length - 1);
+    const folder = down(spine, j);
+    fs.symlinkSync(`${'../d/'.repeat(200)}z`, `${folder}/zigzag`);
+    looked.length = 0;
+    expect(resolveWithin(`${down(viaLink, j)}/zigzag`, () => true)).toBe(`${folder}/z`);
+    expect(looked.length).toBeGreaterThan(200);
+    expect(Math.max(...looked.map(foldersWalked))).toBeLessThanOrEqual(ANCHOR_EVERY);
   });
 });
 
