@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 const BENCHMARKS = [
   'core.mjs', // checkFs per call vs the path.resolve floor and a picomatch loop, 10 to 10k rules
   'long-names.mjs', // checkFs on 100 KB and 1 MB names under class rules vs a `*` rule
+  'deep-walk.mjs', // the route guard with resolveSymlinks on values 100 to 2,000 folders deep, per folder
   'http.mjs', // req/s of guarded Fastify and Express routes vs bare, an empty hook and a hand-written check
   'hook-cost.mjs', // ns inside pathgate's hook vs the hand-written check, on the same requests of one server
   'instructions.mjs', // instructions per request (callgrind) of the route guard, checkFs alone and the hand-written check
