@@ -8,12 +8,13 @@ export const filePartOf = (boundary: string, field: string, name: string, size: 
 
 /**
  * A body that opens with a closing delimiter, then two files in `field`,
- * the second `size` bytes long: busboy 1.6 (multer) stalls on the second once
- * its content spans two writes.
+ * the second `size` bytes long, then (if `ended`) a closing delimiter:
+ * busboy 1.6 (multer) stalls on the second once its content spans two
+ * writes, or at once when the body does not end with a closing delimiter.
  */
-export const closedFirst = (boundary: string, field: string, size: number) =>
+export const closedFirst = (boundary: string, field: string, size: number, ended = true) =>
   Buffer.from(
-    `\r\n--${boundary}--\r\n${filePartOf(boundary, field, 'a.txt', 10)}${filePartOf(boundary, field, 'b.txt', size)}--${boundary}--\r\n`,
+    `\r\n--${boundary}--\r\n${filePartOf(boundary, field, 'a.txt', 10)}${filePartOf(boundary, field, 'b.txt', size)}${ended ? `--${boundary}--\r\n` : ''}`,
   );
 
 /**
