@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { postJson } from './examples.js';
 import { SandboxModel } from './examples-model.js';
 import { NOTHING_AROUND, SANDBOX_BYTES, servedPairForSuite } from './examples-model-apps.js';
-import { COMMANDS, reached } from './examples-model-commands.js';
+import { COMMANDS, observed, reached } from './examples-model-commands.js';
 
 // Stateful, model-based: fast-check runs sequences of list, download, delete,
 // move and upload commands, with ordinary and hostile names (climbing, encoded
@@ -46,6 +47,19 @@ const REACHED = [
 
 describe('both examples, driven through one model of their sandbox', () => {
   const pair = servedPairForSuite();
+
+  // Seed 4002, run 116: the model let this move through, its first new
+  // folder's name being too long, where mkdir fails (ENAMETOOLONG).
+  it('answer a move into a new folder whose name is too long as the model does', async () => {
+    const model = new SandboxModel(pair.reseed(), SANDBOX_BYTES);
+    const [from, to] = ['uploads/hello.txt', `uploads/${'n'.repeat(256)}/f`];
+    const answers = await pair.send(postJson('/api/move', JSON.stringify({ from, to })));
+    const modelled = model.move(from, to);
+    for (const { name, got } of answers) expect(observed(got), name).toEqual(modelled);
+    for (const { name, tree } of pair.sandboxes()) {
+      expect(tree, `${name}: the sandbox`).toEqual({ files: model.files, dirs: model.dirs });
+    }
+  });
 
   it('answer each command alike and as the model does, and hold what it holds', async () => {
     await fc.assert(

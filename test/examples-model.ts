@@ -142,7 +142,10 @@ export class SandboxModel {
       const kind = this.kind(rel.slice(0, i));
       if (kind === 'file') return { ok: false, answer: failed(409, 'a parent is not a folder') };
       if (kind === 'dir') continue;
-      if (rel.slice(i).some(tooLong)) return { ok: false, answer: failed(400, 'name too long') };
+      // The folders to make, from rel[i - 1], and the file: mkdir refuses a name too long.
+      if (rel.slice(i - 1).some(tooLong)) {
+        return { ok: false, answer: failed(400, 'name too long') };
+      }
       const made: string[] = [];
       for (let depth = i; depth < rel.length; depth++) made.push(rel.slice(0, depth).join('/'));
       return { ok: true, made };
