@@ -65,10 +65,26 @@ export class Holdings {
     for (const { request, content } of done) {
       if (request.operation === 'upload') this.where.set(content, `uploads/${request.target}`);
     }
+    // A failed upload's file stored before its failure (a second file) may
+    // be moved meanwhile, and the failure takes it back only where it still
+    // is (the examples' READMEs): where a 2xx move of its name took it, it stays.
+    const sources = new Set(
+      done.flatMap(({ request: r }) => (r.operation === 'move' ? [`uploads/${r.from}`] : [])),
+    );
+    const movedOn = new Set(
+      answers
+        .filter(({ request: r, status }) => r.operation === 'upload' && !ok(status))
+        .filter(({ request: r }) => sources.has(actedOn(r)[0] as string))
+        .map(({ content }) => content),
+    );
     for (const { request } of done)
       for (const path of actedOn(request)) for (const dir of ancestors(path)) this.kept.add(dir);
     if (!this.movesKnown) this.keepFailedMoves(answers);
-    problems.push(...this.files(tree, moved), ...this.gone(tree, taken), ...this.folders(tree));
+    problems.push(
+      ...this.files(tree, moved, movedOn),
+      ...this.gone(tree, taken),
+      ...this.folders(tree),
+    );
     this.where = new Map([...tree.files].map(([path, text]) => [text, path]));
     for (const dir of tree.dirs) this.kept.add(dir);
     return problems;
@@ -82,17 +98,20 @@ export class Holdings {
     }
   }
 
-  /** Each file is a whole stored content, once, at its path or where a 2xx move put it; no dot file. */
-  private files(tree: Tree, moved: ReadonlySet<string>): string[] {
+  /**
+   * Each file is a whole stored content, once, at its path or where a 2xx
+   * move put it (also one of `movedOn`, failed uploads' files); no dot file.
+   */
+  private files(tree: Tree, moved: ReadonlySet<string>, movedOn: ReadonlySet<string>): string[] {
     const problems: string[] = [];
     const seen = new Set<string>();
     for (const [path, text] of tree.files) {
       const home = this.where.get(text);
       if (path.split('/').some((name) => name.startsWith('.') || name.endsWith(' (not a file)'))) {
         problems.push(`${path} is left (a temporary file, or not a file)`);
-      } else if (home === undefined) {
+      } else if (home === undefined && !(movedOn.has(text) && moved.has(path))) {
         problems.push(`${path} holds ${shown(text)}: no whole upload answered 201`);
-      } else if (path !== home && !moved.has(path)) {
+      } else if (home !== undefined && path !== home && !moved.has(path)) {
         problems.push(`${path} holds ${shown(text)} of ${home}, and no move put it there`);
       }
       if (seen.has(text)) problems.push(`${shown(text)} is stored twice`);

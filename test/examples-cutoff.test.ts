@@ -13,7 +13,9 @@ import { idle } from './process-idle.js';
 // (answered, or its connection closed, and the server idle), no answer is
 // a 5xx, every file is the whole content of an upload answered 201 (or a
 // seed), at its name or where a 2xx move put it, never a prefix nor a
-// failed upload's, and once; a stored file goes only by a 2xx move or
+// failed upload's (but the file a 2xx move took from a failed upload's
+// name before its second file failed it, as the READMEs allow: seed 4002
+// with 150 runs), and once; a stored file goes only by a 2xx move or
 // delete of its name; no temporary file is left, nor an empty folder that
 // only failed requests made. Held requests send their last byte (or hang
 // up) in one tick, so that the server runs them side by side. A known gap
