@@ -17,11 +17,14 @@ import { type SerialOrder, serialOrders } from './serial-orders.js';
 // send their last byte in one tick, so that the server runs them step by
 // step side by side. Each batch's answers must be those of one serial order
 // of it, run on the model (all orders tried), where a move's or an upload's
-// new folders may come ahead of its answer, and go with a failure, as the
-// README says; the sandbox afterwards must hold what one such order leaves
-// (no temporary file, nothing half-written, no 500), and nothing may appear
-// beside it. A download's body is a file's whole content: the model's, for
-// that order. A failure shrinks to the fewest, smallest batches.
+// new folders may come ahead of its answer, and go with a failure, and a
+// move answered 404 may have linked its file to the new name before another
+// request took its source, then taken that copy back (seeds 4012 and 4018,
+// 300 runs), as the README says; the sandbox afterwards must hold what one
+// such order leaves (no temporary file, nothing half-written, no 500), and
+// nothing may appear beside it. A download's body is a file's whole
+// content: the model's, for that order. A failure shrinks to the fewest,
+// smallest batches.
 
 const SEED = 20261205;
 const RUNS = 60;

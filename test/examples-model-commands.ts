@@ -55,6 +55,8 @@ export interface Step {
   modelled: (model: SandboxModel) => Observed;
   /** What it does to the model before its answer, if anything: the folders it makes ahead (a move, an upload). */
   ahead?: (model: SandboxModel) => string[];
+  /** A move's `ahead` with its link to the new name made too (serial-orders.ts). */
+  linked?: (model: SandboxModel) => string[];
   apart?: Apart;
 }
 
@@ -145,6 +147,7 @@ export const steps = (pools: Pools): fc.Arbitrary<Step>[] => [
       sent: postJson('/api/move', JSON.stringify({ from, to })),
       modelled: (model) => model.move(from, to),
       ahead: (model) => model.moveAhead(from, to),
+      linked: (model) => model.moveLinked(from, to),
     }),
   ),
   fc.tuple(pools.upload, pools.content).map(

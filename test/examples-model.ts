@@ -75,9 +75,14 @@ export class SandboxModel {
     this.dirs = new Set(tree.dirs);
   }
 
+  /** The copies moves linked ahead of their answer (`moveLinked`), by target: the source and the content. */
+  private readonly linked = new Map<string, { from: string; text: string }>();
+
   /** A model of the same sandbox, holding what this one holds now, to act on apart. */
   clone(): SandboxModel {
-    return new SandboxModel(this, this.rootBytes);
+    const copy = new SandboxModel(this, this.rootBytes);
+    for (const [to, link] of this.linked) copy.linked.set(to, link);
+    return copy;
   }
 
   /** The length of `rel`'s path, the sandbox's included, in bytes. */
@@ -216,6 +221,17 @@ export class SandboxModel {
     if (!source.ok) return denied(source.reason, 'body.from');
     const target = this.judge(to, 'write');
     if (!target.ok) return denied(target.reason, 'body.to');
+    const [fromPath, toPath] = [source.rel.join('/'), target.rel.join('/')];
+    const link = this.linked.get(toPath);
+    if (link?.from === fromPath) {
+      this.linked.delete(toPath);
+      // Its copy is there: the source goes, or, gone meanwhile, the copy is taken back (if still there).
+      if (this.kind(source.rel) === 'file') {
+        this.files.delete(fromPath);
+        return json(200, { moved: fromPath, to: toPath });
+      }
+      if (this.files.get(toPath) === link.text) this.files.delete(toPath);
+    }
     const kind = this.there(source.rel);
     if (typeof kind !== 'string') return kind;
     if (kind === 'dir') return failed(400, 'not a file');
@@ -234,6 +250,23 @@ export class SandboxModel {
   moveAhead(from: string, to: string): string[] {
     const source = this.judge(from, 'write');
     return source.ok && this.kind(source.rel) === 'file' ? this.ahead(to) : [];
+  }
+
+  /**
+   * `moveAhead`, then the link to the target's name a move makes before it
+   * unlinks its source (the examples' READMEs): a request meanwhile meets
+   * the file under both names. Answers the folders made.
+   */
+  moveLinked(from: string, to: string): string[] {
+    const made = this.moveAhead(from, to);
+    const [source, target] = [this.judge(from, 'write'), this.judge(to, 'write')];
+    if (!source.ok || !target.ok || this.kind(source.rel) !== 'file') return made;
+    const placed = this.place(target.rel);
+    if (!placed.ok || placed.made.length > 0) return made;
+    const text = this.files.get(source.rel.join('/')) ?? '';
+    this.files.set(target.rel.join('/'), text);
+    this.linked.set(target.rel.join('/'), { from: source.rel.join('/'), text });
+    return made;
   }
 
   /** What an upload does before its file arrives: makes the target's missing folders (`ahead`). */

@@ -14,6 +14,12 @@ export interface Modelled {
    * still empty) should it then fail.
    */
   ahead?: (model: SandboxModel) => string[];
+  /**
+   * A move's `ahead` that also links its file to the new name, taken back
+   * should its source go meanwhile (a 404): tried in place of `ahead` for
+   * a request answered 404.
+   */
+  linked?: (model: SandboxModel) => string[];
 }
 
 /** One step of a serial order: request `index`'s `ahead`, or its answer. */
@@ -79,8 +85,27 @@ export function serialOrders(
   batch: readonly Modelled[],
   answers: readonly Observed[],
 ): SerialOrder[] {
-  return eventOrders(batch).flatMap((order) => {
-    const model = start.clone();
-    return answersAlike(model, batch, answers, order) ? [{ order, model }] : [];
-  });
+  const orders = eventOrders(batch);
+  return variants(batch, answers).flatMap((variant) =>
+    orders.flatMap((order) => {
+      const model = start.clone();
+      return answersAlike(model, variant, answers, order) ? [{ order, model }] : [];
+    }),
+  );
+}
+
+/** The batch as is, and with each request answered 404 that has a `linked` ahead taking it, in every combination. */
+function variants(batch: readonly Modelled[], answers: readonly Observed[]): Modelled[][] {
+  return batch.reduce<Modelled[][]>(
+    (made, request, index) =>
+      made.flatMap((prefix) => {
+        const { linked } = request;
+        const linking = linked !== undefined && answers[index]?.status === 404;
+        return [
+          [...prefix, request],
+          ...(linking ? [[...prefix, { ...request, ahead: linked }]] : []),
+        ];
+      }),
+    [[]],
+  );
 }
