@@ -99,8 +99,12 @@ export async function runExample(
     setTimeout(exit, STOP_GRACE_MS).unref();
     if (server) close(server);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // Every time, not once: a terminal's Ctrl-C reaches the example again,
+  // relayed by npm and tsx, while it removes the sandbox (seconds for a deep
+  // tree); the default action of that second signal killed it midway and
+  // left the sandbox. The grace timer bounds the stop; SIGKILL still ends it.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   try {
     const port = listenPort();
     root = givenRoot();
