@@ -596,9 +596,17 @@ async function ctrlCTwice(child: ChildProcess, port: number): Promise<number | n
   return exited;
 }
 
+/** SIGHUP, as a terminal that closes sends it; the exit code. */
+function hungUp(child: ChildProcess): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.kill('SIGHUP');
+  return exited;
+}
+
 const STOPS = [
   { how: 'SIGTERM', stop: (child: ChildProcess) => terminated(child) },
   { how: 'a Ctrl-C that comes twice', stop: ctrlCTwice },
+  { how: 'SIGHUP (its terminal closed)', stop: hungUp },
 ];
 
 describe.each(EXAMPLES)('examples/$name-files/server.ts holding a deep upload', ({ name }) => {

@@ -1,5 +1,5 @@
 // Starts an example from the command line: picks the sandbox and the port,
-// prints the URL, and on Ctrl-C or SIGTERM closes the server and removes the
+// prints the URL, and on Ctrl-C, SIGTERM or SIGHUP closes the server and removes the
 // temp sandbox it created (never a folder the user named).
 import { rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -103,8 +103,8 @@ export async function runExample(
   // relayed by npm and tsx, while it removes the sandbox (seconds for a deep
   // tree); the default action of that second signal killed it midway and
   // left the sandbox. The grace timer bounds the stop; SIGKILL still ends it.
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  // SIGHUP too: a closed terminal sends it, and its default action left the sandbox.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stop);
   try {
     const port = listenPort();
     root = givenRoot();
