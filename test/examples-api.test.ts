@@ -732,12 +732,13 @@ describe.each(EXAMPLES)(
     /**
      * Runs the example on a temp sandbox of its own making, in a TMPDIR of the
      * test's, with `preload` imported first; `sandboxes` lists the ones left
-     * there (tsx keeps its cache in the temp dir too, so not just any entry).
-     * A child still running at the end (a failed test) is killed.
+     * there (tsx keeps its cache in the temp dir too, so not just any entry);
+     * `stderr` what it wrote there so far. Its stdout is a pipe, read unless
+     * `run` closes it. A child still running at the end (a failed test) is killed.
      */
     async function inTmp(
       port: number,
-      run: (child: ChildProcess, sandboxes: () => string[]) => Promise<void>,
+      run: (child: ChildProcess, sandboxes: () => string[], stderr: () => string) => Promise<void>,
       preload = './test/slow-listen.ts',
     ) {
       const tmp = mkdtempSync(join(tmpdir(), 'pathgate-start-stop-'));
@@ -747,10 +748,21 @@ describe.each(EXAMPLES)(
         ...['--import', 'tsx', '--import', preload],
         ...[`examples/${name}-files/server.ts`, '--port', String(port)],
       ];
-      const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env, stdio: 'ignore' });
+      const child = spawn(process.execPath, args, {
+        cwd: ROOT_DIR,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let errors = '';
+      child.stdout?.resume();
+      child.stderr?.on('data', (chunk: Buffer) => {
+        errors += chunk.toString('utf8');
+      });
       try {
-        await run(child, () =>
-          readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-')),
+        await run(
+          child,
+          () => readdirSync(tmp).filter((entry) => entry.startsWith('pathgate-example-')),
+          () => errors,
         );
       } finally {
         child.kill('SIGKILL');
@@ -792,6 +804,20 @@ describe.each(EXAMPLES)(
           expect(await stopOnceMade(child, sandboxes)).toBeGreaterThanOrEqual(4_900);
         },
         './test/never-idle.ts',
+      );
+    }, 30_000);
+
+    // A full disk (or quota, or file-size limit) while seeding the sandbox it
+    // just made: the half-seeded sandbox was left in the temp dir.
+    it('removes the sandbox it made when seeding it fails (a full disk), and exits 1', async () => {
+      await inTmp(
+        0,
+        async (child, sandboxes, stderr) => {
+          expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+          expect(stderr()).toMatch(/^pathgate example \(\w+\): .*ENOSPC: no space left on device/);
+          expect(sandboxes()).toEqual([]);
+        },
+        './test/full-disk.ts',
       );
     }, 30_000);
 

@@ -1,6 +1,6 @@
 // The example's sandbox root: a real folder given by --root or PATHGATE_ROOT,
 // or else a fresh one under the OS temp dir, seeded so the app runs with no set-up.
-import { mkdirSync, mkdtempSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
@@ -45,10 +45,18 @@ export function seedSandbox(root: string): void {
   }
 }
 
-/** A fresh, seeded sandbox under the OS temp dir, as a real path (no symlink in it). */
+/**
+ * A fresh, seeded sandbox under the OS temp dir, as a real path (no symlink in it).
+ * Should seeding it fail (a full disk), it is removed: nothing else would.
+ */
 export function createSandbox(): string {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-example-')));
-  seedSandbox(root);
+  try {
+    seedSandbox(root);
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw new Error(`the sandbox ${root} could not be seeded: ${(error as Error).message}`);
+  }
   return root;
 }
 
