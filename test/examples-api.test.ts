@@ -570,17 +570,18 @@ describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
   }, 30_000);
 });
 
+/** Whether something listens on `port` (a connection is accepted). */
+function accepts(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(true)).once('error', () => resolve(false));
+    socket.once('connect', () => socket.destroy());
+  });
+}
+
 /** Resolves once nothing listens on `port` any more (a connection is refused). */
 async function stoppedListening(port: number): Promise<void> {
-  for (;;) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => resolve(false)).once('error', () => resolve(true));
-      socket.once('connect', () => socket.destroy());
-    });
-    if (refused) return;
-    await sleep(10);
-  }
+  while (await accepts(port)) await sleep(10);
 }
 
 /**
@@ -819,6 +820,24 @@ describe.each(EXAMPLES)(
         },
         './test/full-disk.ts',
       );
+    }, 30_000);
+
+    // `npm run example | head -0`, or a log pipe whose reader is gone: the
+    // banner's write met EPIPE, an 'error' nothing handled, which killed the
+    // example with a stack trace and left its sandbox.
+    it('serves on when nothing reads its stdout, then stops as usual, sandbox removed', async () => {
+      const free = net.createServer();
+      await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+      const { port } = free.address() as net.AddressInfo;
+      await new Promise((resolve) => free.close(resolve));
+      await inTmp(port, async (child, sandboxes, stderr) => {
+        child.stdout?.destroy();
+        while (child.exitCode === null && !(await accepts(port))) await sleep(10);
+        check(await send(port, { path: '/' }), PAGE);
+        expect(await terminated(child)).toBe(0);
+        expect(stderr()).toBe('');
+        expect(sandboxes()).toEqual([]);
+      });
     }, 30_000);
 
     it('removes the sandbox it made when it cannot listen (the port taken), and exits 1', async () => {

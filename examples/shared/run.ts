@@ -105,6 +105,10 @@ export async function runExample(
   // left the sandbox. The grace timer bounds the stop; SIGKILL still ends it.
   // SIGHUP too: a closed terminal sends it, and its default action left the sandbox.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stop);
+  // What it prints is for whoever reads it, if anyone: a pipe whose reader is
+  // gone (`npm run example | head -1`) failed a write with EPIPE, an 'error'
+  // event nothing handled, which killed the example and left its sandbox.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
   try {
     const port = listenPort();
     root = givenRoot();
