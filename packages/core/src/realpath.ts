@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { toNfc } from './nfc.js';
 import { joinSegments } from './segments.js';
-import { WalkedFolder } from './walked-folder.js';
+import { openByPath, WalkedFolder } from './walked-folder.js';
 
 /** Links followed in one call before giving up, as Linux does (ELOOP). */
 const MAX_LINKS = 40;
@@ -178,21 +178,10 @@ function walkFrom(
 function linkFreeFolders(segments: readonly string[], bound: Bound | undefined): string[] {
   if (bound !== undefined || segments.length < 3) return [];
   const folders = segments.slice(0, -1);
-  const folder = joinSegments(folders);
-  let fd: number;
-  try {
-    // O_DIRECTORY: a FIFO or a device is refused before it is opened.
-    fd = fs.openSync(folder, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-  } catch {
-    return [];
-  }
-  try {
-    return fs.readlinkSync(`/proc/self/fd/${fd}`) === folder ? folders : [];
-  } catch {
-    return [];
-  } finally {
-    fs.closeSync(fd);
-  }
+  const fd = openByPath(joinSegments(folders));
+  if (fd === undefined) return [];
+  fs.closeSync(fd);
+  return folders;
 }
 
 /**

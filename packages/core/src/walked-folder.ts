@@ -10,7 +10,11 @@ import * as fs from 'node:fs';
  */
 export const ANCHOR_EVERY = 32;
 
-/** O_NOFOLLOW: a name swapped for a link since it was looked at is refused, not followed. */
+/**
+ * O_DIRECTORY: a FIFO or a device is refused before it is opened (an open
+ * of a FIFO would block). O_NOFOLLOW: a name swapped for a link since it was
+ * looked at is refused, not followed.
+ */
 const OPEN_FOLDER = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
 
 /** A folder of the walk held open, and its depth (segments from `/`). */
@@ -91,17 +95,19 @@ export class WalkedFolder {
       held !== undefined && this.segments.length >= ANCHOR_EVERY
         ? openFolder(`/proc/self/fd/${held.fd}/..`)
         : undefined;
-    this.release();
-    if (parent !== undefined) {
-      this.anchor = { fd: parent, depth: this.segments.length, length: this.path.length };
-    }
+    if (parent === undefined) this.release();
+    else this.hold(parent);
   }
 
   /** Holds this folder open as the anchor; where it cannot be, keeps the anchor it had. */
   private reanchor(): void {
     const fd =
       this.anchor === undefined ? openByPath(this.path) : openFolder(this.lookup(this.path));
-    if (fd === undefined) return;
+    if (fd !== undefined) this.hold(fd);
+  }
+
+  /** Makes `fd`, this folder opened, the anchor, in place of the one before (closed). */
+  private hold(fd: number): void {
     this.release();
     this.anchor = { fd, depth: this.segments.length, length: this.path.length };
   }
@@ -117,12 +123,12 @@ function openFolder(path: string): number | undefined {
 }
 
 /**
- * The folder at `path`, opened once it is known that /proc names it so: a
- * name in it is then looked up through /proc/self/fd. Without /proc, such a
- * lookup would answer "missing" for a link; a folder swapped since it was
- * walked would be another folder.
+ * The folder at `path`, opened once it is known that /proc names it so: no
+ * link on its way, and a name in it may be looked up through /proc/self/fd.
+ * Without /proc, such a lookup would answer "missing" for a link; a folder
+ * swapped since it was walked would be another folder. Undefined otherwise.
  */
-function openByPath(path: string): number | undefined {
+export function openByPath(path: string): number | undefined {
   const fd = openFolder(path);
   if (fd === undefined) return undefined;
   let named: string | undefined;
