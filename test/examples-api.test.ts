@@ -541,11 +541,19 @@ function startChild(
 }
 
 /** Sends SIGTERM to `child`; resolves with its exit code. */
-function terminated(child: ChildProcess): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
+/** The child's exit code, once it exits (null when a signal killed it). */
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise<number | null>((resolve) => child.once('exit', resolve));
+}
+
+/** Sends `signal` to the child; its exit code. */
+function signalled(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  const exited = exitOf(child);
+  child.kill(signal);
   return exited;
 }
+
+const terminated = (child: ChildProcess) => signalled(child, 'SIGTERM');
 
 describe.each(EXAMPLES)('examples/$name-files/server.ts', ({ name }) => {
   it('starts on a seeded temp sandbox, guards it, and removes it on SIGTERM', async () => {
@@ -590,24 +598,21 @@ async function stoppedListening(port: number): Promise<void> {
  * once it has begun to stop (here: once it stopped listening).
  */
 async function ctrlCTwice(child: ChildProcess, port: number): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const exited = exitOf(child);
   child.kill('SIGINT');
   await stoppedListening(port);
   child.kill('SIGINT');
   return exited;
 }
 
-/** SIGHUP, as a terminal that closes sends it; the exit code. */
-function hungUp(child: ChildProcess): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  child.kill('SIGHUP');
-  return exited;
-}
-
 const STOPS = [
-  { how: 'SIGTERM', stop: (child: ChildProcess) => terminated(child) },
+  { how: 'SIGTERM', stop: terminated },
   { how: 'a Ctrl-C that comes twice', stop: ctrlCTwice },
-  { how: 'SIGHUP (its terminal closed)', stop: hungUp },
+  // As a terminal that closes sends it.
+  {
+    how: 'SIGHUP (its terminal closed)',
+    stop: (child: ChildProcess) => signalled(child, 'SIGHUP'),
+  },
 ];
 
 describe.each(EXAMPLES)('examples/$name-files/server.ts holding a deep upload', ({ name }) => {
@@ -777,10 +782,7 @@ describe.each(EXAMPLES)(
      * exits is killed), and returns how long the exit took, in ms.
      */
     async function stopOnceMade(child: ChildProcess, sandboxes: () => string[]): Promise<number> {
-      const exited = Promise.race([
-        new Promise<number | null>((resolve) => child.once('exit', resolve)),
-        sleep(15_000, 'still running'),
-      ]);
+      const exited = Promise.race([exitOf(child), sleep(15_000, 'still running')]);
       while (sandboxes().length === 0) await sleep(1);
       const stopped = Date.now();
       child.kill('SIGTERM');
@@ -814,7 +816,7 @@ describe.each(EXAMPLES)(
       await inTmp(
         0,
         async (child, sandboxes, stderr) => {
-          expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+          expect(await exitOf(child)).toBe(1);
           expect(stderr()).toMatch(/^pathgate example \(\w+\): .*ENOSPC: no space left on device/);
           expect(sandboxes()).toEqual([]);
         },
@@ -846,7 +848,7 @@ describe.each(EXAMPLES)(
       try {
         const { port } = taken.address() as net.AddressInfo;
         await inTmp(port, async (child, sandboxes) => {
-          expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+          expect(await exitOf(child)).toBe(1);
           expect(sandboxes()).toEqual([]);
         });
       } finally {
