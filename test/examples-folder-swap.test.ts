@@ -13,6 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { FOLDER_DEPTH_MAX } from '../examples/shared/files.js';
 import { descriptorsUnder } from '../packages/express-middleware/test/helpers.js';
 import { begin, EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
 import { eventually } from './fault-clients.js';
@@ -293,7 +294,8 @@ describe.each(EXAMPLES)(
         watchCalls(() => {
           most = Math.max(most, descriptors());
         });
-        const to = `uploads/deeper/${'d/'.repeat(100)}x.txt`;
+        // As deep as a client may go: uploads/, deeper/ and 30 folders below.
+        const to = `uploads/deeper/${'d/'.repeat(FOLDER_DEPTH_MAX - 2)}x.txt`;
         const got = await send(
           app.port,
           postJson('/api/move', JSON.stringify({ from: 'uploads/deeper.txt', to })),

@@ -28,6 +28,8 @@ type Found = { ok: true; path: string } | { ok: false; answer: Observed };
 const READABLE = new Set(['public', 'uploads']);
 const WRITABLE = new Set(['uploads']);
 const NAME_MAX = 255;
+/** The most folders below the sandbox root an upload's or a move's target may lie in (`uploads/` counted). */
+export const FOLDER_DEPTH_MAX = 32;
 /** Linux's longest path, in bytes; an upload's folder leaves room for the Express storage's temporary file. */
 const PATH_MAX = 4095;
 const FOLDER_MAX = PATH_MAX - 52;

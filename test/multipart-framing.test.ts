@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { denyBody, type GuardDenyReason } from '@pathgate/core';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FOLDER_DEPTH_MAX } from '../examples/shared/files.js';
 import { EXAMPLES, type Got, type Sent, send } from './examples.js';
 import { startedForSuite } from './fixture.js';
 
@@ -275,8 +276,9 @@ describe.each(EXAMPLES)('$name example: a body cut inside a file', (example) => 
   const app = startedForSuite(example);
 
   it('is answered once the storage is done: the sandbox does not change after the 400', async () => {
-    // 100 folders to make before the file is opened: the body ends while the storage is still at it.
-    const deep = Array.from({ length: 100 }, (_, i) => `d${i}`).join('/');
+    // The most folders a client may make (uploads/ is there) before the file
+    // is opened: the body ends while the storage is still at it.
+    const deep = Array.from({ length: FOLDER_DEPTH_MAX - 1 }, (_, i) => `d${i}`).join('/');
     const cut = `--${B}\r\nContent-Disposition: form-data; name="file"; filename="${deep}/cut.txt"\r\n\r\npart`;
     const got = await send(app.port, post(cut));
     const answered = snapshot(app.root).sort();

@@ -6,7 +6,7 @@ import { createServer, type RequestListener } from 'node:http';
 import { join } from 'node:path';
 import { finished, type Readable, type Writable } from 'node:stream';
 import { resolveSymlinks } from '@pathgate/core';
-import { PathgateStorageError, pathgate } from '@pathgate/express';
+import { type PathgateMulterOptions, PathgateStorageError, pathgate } from '@pathgate/express';
 import express, {
   type ErrorRequestHandler,
   type Express,
@@ -20,6 +20,7 @@ import {
   listDir,
   moveFile,
   openFile,
+  refuseTooDeep,
   removeFile,
   sandboxFault,
 } from '../shared/files.js';
@@ -132,14 +133,27 @@ function refusingPrototypeNames(req: Readable, busboy: unknown): void {
 /** The upload's multer options: `streamHandler` needs multer 2.4 (this package.json's floor). */
 export const UPLOAD_OPTIONS = { limits: UPLOAD_LIMITS, streamHandler: refusingPrototypeNames };
 
+/**
+ * The upload's `fileFilter`, which gate.multer() runs after its own, on the
+ * file's checked path: a target too deep (`refuseTooDeep`) is refused
+ * before the storage makes or looks at a folder, as in the Fastify example.
+ * Thrown: gate.multer() takes a throw as calling back with it.
+ */
+function refusingTooDeep(root: RealRoot): PathgateMulterOptions['fileFilter'] {
+  return (_req, file, accept) => {
+    if (file.pathgatePath !== undefined) refuseTooDeep(file.pathgatePath, root);
+    accept(null, true);
+  };
+}
+
 export function buildApp(root: string): Express {
   // One policy for every route: public/ read-only, uploads/ read-write, links resolved.
   const gate = pathgate({ root, fs: RULES, resolve: resolveSymlinks });
+  const realRoot = new RealRoot(root);
   // gate.multer() sets preservePath (busboy would strip `../../x` to `x`), and its
   // storage writes each file to its checked path, never over an existing file.
-  const upload = gate.multer(UPLOAD_OPTIONS);
+  const upload = gate.multer({ ...UPLOAD_OPTIONS, fileFilter: refusingTooDeep(realRoot) });
   const page = indexPage();
-  const realRoot = new RealRoot(root);
   // The checked paths lie under the resolved root, whatever link `root` is reached by.
   const shown = (path: string) => shownPath(realRoot.path, path);
   // The storage's refusals of a target, answered as the server's fault where

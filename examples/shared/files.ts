@@ -14,7 +14,7 @@ import {
   stat,
   unlink,
 } from 'node:fs/promises';
-import { basename, dirname, extname } from 'node:path';
+import { basename, dirname, extname, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RealRoot } from './real-root.js';
@@ -436,10 +436,14 @@ async function* firstBytes(file: Readable, size: number): AsyncGenerator<Buffer>
  * replaces an existing target (rename would, silently). Both run in the
  * folders checked (`inFolder`). The target's folder gone before the link
  * (ENOENT: a failed request beside this one took back a new folder they
- * share) is walked to again, as an upload's (`againIfGone`).
+ * share) is walked to again, as an upload's (`againIfGone`). A target too
+ * deep is refused first (`refuseTooDeep`): the name's fault whatever the
+ * sandbox holds, never the sandbox's (`blaming`).
  */
-export const moveFile = (from: string, to: string, root: RealRoot) =>
-  blaming([from, to], root, () => moveIn(from, to, root));
+export async function moveFile(from: string, to: string, root: RealRoot): Promise<void> {
+  refuseTooDeep(to, root);
+  await blaming([from, to], root, () => moveIn(from, to, root));
+}
 
 async function moveIn(from: string, to: string, root: RealRoot): Promise<void> {
   await inFolder(dirname(from), root, async (fromEntry) => {
@@ -561,6 +565,29 @@ function refuseLongNames(target: string): void {
   if (target.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) {
     throw nameTooLong();
   }
+}
+
+/**
+ * The most folders below the sandbox root an upload's or a move's target
+ * may lie in, `uploads/` counted. Each check of a path costs a look at each
+ * folder on its way, and a client that makes folders could make 2,000 of
+ * them (the 4,043 bytes of `FOLDER_MAX`): every later check there would
+ * block the event loop for about 19 ms. An app's layout (uploads/<user>/
+ * <year>/<month>/<day>/<album>/…) fits in a dozen; the seeded files lie 2
+ * deep. 32 also keeps pathgate's walk of a path within its first leg
+ * (it holds a folder open every 32).
+ */
+export const FOLDER_DEPTH_MAX = 32;
+
+/**
+ * Refuses (400) a checked `target` of an upload or a move deeper than
+ * FOLDER_DEPTH_MAX folders below the root: by its text, before any folder
+ * is made or looked at, so also where its folders are there (an
+ * operator's), which can still be read, deleted and moved out of.
+ */
+export function refuseTooDeep(target: string, root: RealRoot): void {
+  const folders = relative(root.path, target).split('/').length - 1;
+  if (folders > FOLDER_DEPTH_MAX) throw new FileApiError(400, 'too deep');
 }
 
 /**
@@ -707,11 +734,13 @@ export class Uploads {
    * target's folder, opened once its folders are made and confirmed the one
    * checked (`inOpenedFolder`): no file is created, written or named through
    * a folder swapped for a link since. The folders are made again while one
-   * on the way is gone (`againIfGone`). A name too long is refused before
-   * any (`refuseLongNames`). Answers the size written. On failure, call
+   * on the way is gone (`againIfGone`). A target too deep is refused
+   * before any, as a move's (`refuseTooDeep`), then a name too long
+   * (`refuseLongNames`). Answers the size written. On failure, call
    * `discard`.
    */
-  save(file: UploadStream, target: string): Promise<number> {
+  async save(file: UploadStream, target: string): Promise<number> {
+    refuseTooDeep(target, this.root);
     const attempts = async () => {
       refuseLongNames(target);
       return againIfGone(() => this.attempt(file, target)).catch(walkError);

@@ -69,9 +69,10 @@ export async function runExample(
   let stopping = false;
   let exiting = false;
   // The promise-based rm: Node 20's rmSync recurses a stack frame per folder
-  // level and overflows (RangeError) on a tree about 2,000 deep, which a
-  // client makes with one upload (a name of one-letter folders), leaving the
-  // sandbox behind. Once: the grace timer may fire while it runs.
+  // level and overflows (RangeError) on a tree about 2,000 deep, leaving the
+  // sandbox behind. Clients make 32 folders at most (`FOLDER_DEPTH_MAX`), but
+  // whoever else writes in the sandbox meanwhile may go deeper. Once: the
+  // grace timer may fire while it runs.
   const exit = (code = 0) => {
     if (exiting) return;
     exiting = true;
