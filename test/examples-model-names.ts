@@ -2,6 +2,7 @@
 // a few ordinary ones, so that commands meet each other's files, and hostile
 // ones, and the ways each travels in a URL.
 import fc from 'fast-check';
+import { FOLDER_DEPTH_MAX } from './examples-model.js';
 import { SANDBOX_BYTES } from './examples-model-apps.js';
 
 /**
@@ -39,6 +40,16 @@ const hostile = (prefixes: readonly string[]) =>
 /** A chain of 4 to 8 folders and a file: many folders made by one request. */
 const deep = (prefix: string) =>
   segments(['d', 'e'], 4, 8).map((rest) => `${prefix}${[...rest, 'f.txt'].join('/')}`);
+
+/**
+ * A chain of folders below uploads/ that ends at the deepest a client may
+ * make (FOLDER_DEPTH_MAX folders below the root) or one deeper, and a file.
+ */
+const atDepthMax = (prefix: string) =>
+  fc
+    .constantFrom(FOLDER_DEPTH_MAX - 1, FOLDER_DEPTH_MAX)
+    .chain((below) => segments(['d', 'e'], below, below))
+    .map((rest) => `${prefix}${[...rest, 'f.txt'].join('/')}`);
 
 /** A name over 255 bytes, alone or below folders (often new ones), a file's or a folder's. */
 const long = (prefix: string) =>
@@ -81,11 +92,12 @@ const nearby = (prefix: string) => [
 /** Names after `prefix` that commands sent at once collide on (examples-concurrent.test.ts). */
 export const colliding = (prefix: string) => fc.oneof(...nearby(prefix));
 
-/** Names inside uploads/, each after `prefix`: ordinary, deep, long, near PATH_MAX, with a NUL. */
+/** Names inside uploads/, each after `prefix`: ordinary, deep, at the depth limit, long, near PATH_MAX, with a NUL. */
 const inUploads = (prefix: string) => [
   ...nearby(prefix),
   { weight: 2, arbitrary: segments(COMMON, 1, 3).map((rest) => prefix + rest.join('/')) },
   { weight: 1, arbitrary: deep(prefix) },
+  { weight: 1, arbitrary: atDepthMax(prefix) },
   { weight: 2, arbitrary: long(prefix) },
   { weight: 1, arbitrary: nearPathMax(prefix) },
   { weight: 1, arbitrary: withNul(prefix) },

@@ -8,7 +8,8 @@ import { COMMANDS, observed, reached } from './examples-model-commands.js';
 // Stateful, model-based: fast-check runs sequences of list, download, delete,
 // move and upload commands, with ordinary and hostile names (climbing, encoded
 // dots and slashes, NUL, NFC and NFD forms of one name, dotfiles, names equal
-// once canonical, deep folders, names over 255 bytes, paths near 4,095), against both example
+// once canonical, deep folders, folders at and past the 32 a client may make,
+// names over 255 bytes, paths near 4,095), against both example
 // servers at once. Each answer must be the one the model of the sandbox
 // gives (status, body, reason), and the same from both but where the
 // READMEs say they differ (a raw NUL in an upload's filename). After each
@@ -33,10 +34,12 @@ const REACHED = [
   'move 409 already exists',
   'move 409 a parent is not a folder',
   'move 400 name too long',
+  'move 400 too deep',
   'move 403 nul-byte',
   'move 403 resolve-failed',
   'upload 201',
   'upload 400 name too long',
+  'upload 400 too deep',
   'upload 409 already exists',
   'upload 409 a parent is not a folder',
   'upload 403 missing-path',

@@ -45,6 +45,8 @@ export const failed = (status: number, message: string) =>
   json(status, { statusCode: status, error: STATUS_CODES[status], message });
 const denied = (reason: GuardDenyReason, label: string) => json(403, denyBody({ reason, label }));
 const tooLong = (segment: string) => Buffer.byteLength(segment) > NAME_MAX;
+/** Whether a target at `rel` (its segments under the root, the file's last) lies too deep for a client to make. */
+const tooDeep = (rel: readonly string[]) => rel.length - 1 > FOLDER_DEPTH_MAX;
 
 /**
  * DESIGN.md's steps 4–7 for a value without a NUL: its segments under the
@@ -223,6 +225,8 @@ export class SandboxModel {
     if (!source.ok) return denied(source.reason, 'body.from');
     const target = this.judge(to, 'write');
     if (!target.ok) return denied(target.reason, 'body.to');
+    // Judged by its text, before the source or any folder is looked at.
+    if (tooDeep(target.rel)) return failed(400, 'too deep');
     const [fromPath, toPath] = [source.rel.join('/'), target.rel.join('/')];
     const link = this.linked.get(toPath);
     if (link?.from === fromPath) {
@@ -262,7 +266,9 @@ export class SandboxModel {
   moveLinked(from: string, to: string): string[] {
     const made = this.moveAhead(from, to);
     const [source, target] = [this.judge(from, 'write'), this.judge(to, 'write')];
-    if (!source.ok || !target.ok || this.kind(source.rel) !== 'file') return made;
+    if (!source.ok || !target.ok || tooDeep(target.rel) || this.kind(source.rel) !== 'file') {
+      return made;
+    }
     const placed = this.place(target.rel);
     if (!placed.ok || placed.made.length > 0) return made;
     const text = this.files.get(source.rel.join('/')) ?? '';
@@ -283,7 +289,8 @@ export class SandboxModel {
    */
   private ahead(value: string, under?: string): string[] {
     const verdict = this.judge(value, 'write', under);
-    if (!verdict.ok || verdict.rel.length < 2 || verdict.rel.some(tooLong)) return [];
+    const refused = !verdict.ok || tooDeep(verdict.rel) || verdict.rel.some(tooLong);
+    if (refused || verdict.rel.length < 2) return [];
     const placed = this.place(verdict.rel);
     if (!placed.ok) return [];
     for (const dir of placed.made) this.dirs.add(dir);
@@ -307,7 +314,8 @@ export class SandboxModel {
     if (['', '.', '..'].includes(name) || verdict.rel.length === 1) {
       return denied('missing-path', 'file file');
     }
-    // Refused before the walk, as the Express storage does.
+    // Refused before the walk, too deep first, then a name too long, as the Express storage does.
+    if (tooDeep(verdict.rel)) return failed(400, 'too deep');
     if (verdict.rel.some(tooLong)) return failed(400, 'name too long');
     const placed = this.place(verdict.rel);
     if (!placed.ok) return placed.answer;

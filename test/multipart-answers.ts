@@ -11,6 +11,7 @@ const UPLOAD_MESSAGES = new Set([
   'bad request',
   'no file',
   'name too long',
+  'too deep',
   'not a file',
   'already exists',
   'a parent is not a folder',
