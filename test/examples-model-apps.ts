@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { Started } from '../examples/shared/run.js';
 import { seedSandbox } from '../examples/shared/sandbox.js';
+import { runAll } from './cleanups.js';
 import { EXAMPLES, type Got, type Sent, send } from './examples.js';
 import type { Tree } from './examples-model.js';
 
@@ -73,11 +74,16 @@ export class ServedPair {
     }
   }
 
+  /** Closes each server and removes its temp folder, every one even when a close throws. */
   async stop(): Promise<void> {
-    for (const server of this.servers.splice(0)) {
-      await server.started.close();
-      rmSync(server.outer, { recursive: true, force: true });
-    }
+    await runAll(
+      this.servers
+        .splice(0)
+        .flatMap(({ started, outer }) => [
+          () => started.close(),
+          () => rmSync(outer, { recursive: true, force: true }),
+        ]),
+    );
   }
 
   /** Empties both sandboxes and seeds them again; answers what they hold. */

@@ -12,13 +12,12 @@ import { type PathgateOptions as ExpressOptions, pathgate as expressGate } from 
 import fastifyGate from '@pathgate/fastify';
 import express from 'express';
 import type { FastifyInstance } from 'fastify';
-import { afterEach } from 'vitest';
 import {
   countingErrorHandler,
   serve,
   tempRoot,
 } from '../packages/express-middleware/test/helpers.js';
-import { listen, newApp, sandbox } from '../packages/fastify-plugin/test/helpers.js';
+import { afterTest, listen, newApp, sandbox } from '../packages/fastify-plugin/test/helpers.js';
 
 export const ADAPTERS = ['fastify', 'express'] as const;
 export type Adapter = (typeof ADAPTERS)[number];
@@ -53,12 +52,6 @@ export interface FaultOptions {
   /** Builds the policy's `resolve` option; it gets the sandbox root, which it must resolve to itself. */
   resolve?: (root: string) => (path: string) => unknown;
 }
-
-const cleanups: (() => Promise<void> | void)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
 
 function seed(root: string): void {
   mkdirSync(join(root, 'public'), { recursive: true });
@@ -138,7 +131,7 @@ async function startFastify(options: FaultOptions): Promise<FaultServer> {
 
 async function startExpress(options: FaultOptions): Promise<FaultServer> {
   const { root, remove } = tempRoot();
-  cleanups.push(remove);
+  afterTest(remove);
   seed(root);
   const calls: Calls = { read: 0, move: 0, upload: 0 };
   const resolve = options.resolve?.(root) as ((path: string) => string) | undefined;
@@ -174,7 +167,7 @@ async function startExpress(options: FaultOptions): Promise<FaultServer> {
   // A generic error handler: `err.status` when the error has one, else 500.
   app.use(countingErrorHandler().handler);
   const served = await serve(app);
-  cleanups.push(() => served.close());
+  afterTest(() => served.close());
   return { adapter: 'express', port: served.port, root, server: served.server, calls };
 }
 

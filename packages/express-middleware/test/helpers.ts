@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
+import { runAll } from '../../../test/cleanups.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
 export function tempRoot(): { root: string; remove: () => void } {
@@ -243,10 +244,8 @@ function hookedApp(
     app.use(errors.handler);
     served = await serve(app);
   });
-  tearDown(async () => {
-    await served?.close();
-    dir?.remove();
-  });
+  // The root goes even when the close throws.
+  tearDown(() => runAll([() => served?.close(), () => dir?.remove()]));
   return {
     errors,
     get root() {

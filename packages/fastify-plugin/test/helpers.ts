@@ -5,8 +5,9 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { afterEach, expect, vi } from 'vitest';
+import { expect, vi } from 'vitest';
 import { type Answer, forbidden, readAnswer } from '../../../test/answer.js';
+import { type Cleanup, cleanupsAfterEach } from '../../../test/cleanups.js';
 import {
   exchangeRaw,
   type RawExchange,
@@ -17,22 +18,14 @@ import {
 // Shared by the topic files: real servers on 127.0.0.1, raw HTTP clients,
 // temp sandboxes. Everything made here is closed or removed after each test.
 
-const cleanups: (() => Promise<void> | void)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-/** Runs `cleanup` after the test, before the cleanups registered earlier. */
-export function afterTest(cleanup: () => Promise<void> | void): void {
-  cleanups.push(cleanup);
-}
+/** Runs `cleanup` after the test, before the cleanups registered earlier, even if one throws. */
+export const afterTest: (cleanup: Cleanup) => void = cleanupsAfterEach();
 
 /** A fresh sandbox root with `public/`, `uploads/` and `docs/` inside. */
 export function sandbox(): string {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-fastify-')));
   for (const dir of ['public', 'uploads', 'docs']) mkdirSync(join(root, dir));
-  cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+  afterTest(() => rmSync(root, { recursive: true, force: true }));
   return root;
 }
 
@@ -47,7 +40,7 @@ export function filesIn(dir: string): string[] {
 /** A Fastify app that is closed after the test. */
 export function newApp(options: FastifyServerOptions = {}): FastifyInstance {
   const app = Fastify(options);
-  cleanups.push(() => app.close());
+  afterTest(() => app.close());
   return app;
 }
 

@@ -1,0 +1,34 @@
+import { afterEach } from 'vitest';
+
+// What a test leaves to undo: servers to close, sandboxes to remove. One that
+// throws must not leave the others undone (a sandbox left in the temp dir).
+
+export type Cleanup = () => unknown;
+
+/**
+ * Runs every clean-up, in order, each even when one before it threw; then
+ * throws what failed: the one error as it is, several as an AggregateError.
+ */
+export async function runAll(cleanups: readonly Cleanup[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const cleanup of cleanups) {
+    try {
+      await cleanup();
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new AggregateError(errors, `${errors.length} clean-ups failed`);
+}
+
+/**
+ * A list of clean-ups run after each test of the file that imports it, the
+ * last registered first (a session closes before its server); returns how
+ * to add one.
+ */
+export function cleanupsAfterEach(): (cleanup: Cleanup) => void {
+  const cleanups: Cleanup[] = [];
+  afterEach(() => runAll(cleanups.splice(0).reverse()));
+  return (cleanup) => void cleanups.push(cleanup);
+}
