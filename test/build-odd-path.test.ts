@@ -32,7 +32,8 @@ beforeAll(() => {
   const pnpm = ['-y', 'pnpm@10.34.9', 'install', '--frozen-lockfile', '--offline'];
   execFileSync('npx', pnpm, { cwd: clone, stdio: 'pipe' });
 }, 120_000);
-afterAll(() => rmSync(join(clone, '..'), { recursive: true, force: true }));
+// A whole install: on a busy machine its removal outlasted the 10 s default.
+afterAll(() => rmSync(join(clone, '..'), { recursive: true, force: true }), 120_000);
 
 const build = (dir: string) =>
   execFileSync('npm', ['run', 'build'], { cwd: join(clone, dir), stdio: 'pipe' });
