@@ -6,6 +6,7 @@ import type { Multer, StorageEngine } from 'multer';
 import { type FileFilter, pathgateFileFilter } from './file-filter.js';
 import { foldersHeldBy, hold } from './folders.js';
 import type { PathgateHandler } from './middleware.js';
+import { closeWithConnection } from './multer-abort.js';
 import {
   failMulter,
   multerLimits,
@@ -66,8 +67,14 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Pathga
     const upload = new Upload({ req, res, next, routes, onOrphan, ...gate });
     // Held until multer calls back: its abort removes stored files after a
     // cut connection ended the response (see `Held`). `finish` starts any
-    // later removal before the hold ends.
-    const parsed = hold(foldersHeldBy(req));
+    // later removal before the hold ends. A connection closed before the body
+    // ended destroys the request, so that multer calls back at all.
+    const held = hold(foldersHeldBy(req));
+    const unwatch = closeWithConnection(req);
+    const parsed = () => {
+      unwatch();
+      held();
+    };
     const restore = catchPipe(req);
     try {
       multerMiddleware(req, res, (error?: unknown) => {

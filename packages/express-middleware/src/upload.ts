@@ -146,7 +146,12 @@ export class Upload {
   readonly route: unknown;
   /** Answered or handed to `next(err)`: nothing more may reach the app. */
   settled = false;
-  /** multer called back: the body is read and the request went on (or failed) without it. */
+  /**
+   * multer called back: the body is read and the request went on (or failed)
+   * without it. It always does, a deny's abort too: a request whose
+   * connection closes before its body ended is destroyed for it
+   * (`closeWithConnection`), else multer waits for its end for good.
+   */
   finished = false;
   /** The files whose names passed and that were accepted for storage. */
   readonly accepted: CheckedFile[] = [];

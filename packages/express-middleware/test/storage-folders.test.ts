@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { Request } from 'express';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { idle } from '../../../test/process-idle.js';
 import { pathgate } from '../src/index.js';
 import {
   appPerFile,
@@ -12,6 +13,8 @@ import {
   entriesUnder,
   filePart,
   MULTIPART,
+  multipart,
+  multipartPost,
   sleep,
   upload,
 } from './helpers.js';
@@ -258,4 +261,32 @@ describe('many uploads cut inside a file to new nested folders', () => {
     const kept = ['a1/', 'a1/b1/', 'a1/b1/c/', 'a1/b1/c/ok.txt', 'pre/'];
     expect(await until(disk, (now) => now.join() === kept.join(), 1000)).toEqual(kept);
   }, 15_000);
+});
+
+describe('a folder made by an upload refused once stored, its client gone before its body ended', () => {
+  // Node ends no request whose answer went out: multer's abort, which waits
+  // for the body's end, must not keep the refused upload's folders held.
+  it('goes with it, and is one there before for the next upload', async () => {
+    const handled = errors.calls.length;
+    const body = multipart([
+      filePart('docs', 'left/a.bin', Buffer.alloc(256 * 1024, 0x61)),
+      filePart('docs', '../denied.bin', Buffer.alloc(2 * 1024 * 1024, 0x61)),
+    ]);
+    const client = multipartPost(served.port, '/docs', body.length);
+    client.on('error', () => {});
+    const answered = new Promise((resolve) => {
+      client.once('response', (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+    });
+    // The denied part's header, a little of its body, and no more.
+    client.write(body.subarray(0, body.indexOf('../denied.bin') + 100));
+    expect(await answered).toBe(403);
+    client.destroy();
+    await idle();
+    expect(disk()).toEqual(['pre/']);
+    expect(await thereBefore('left')).toBe(true);
+    expect(errors.calls.length).toBe(handled); // multer's late error is not the app's
+  });
 });

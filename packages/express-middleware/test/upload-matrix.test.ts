@@ -8,6 +8,7 @@ import multer, { type Options, type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
 import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import { type PathgateOptions, pathgate } from '../src/index.js';
+import { uploadOf } from '../src/upload.js';
 import {
   BOUNDARY,
   entriesUnder,
@@ -156,6 +157,8 @@ interface Observed {
   ends: number;
   handler: number;
   errorHandler: number;
+  /** Every request that reached the app, in order. */
+  requests: express.Request[];
 }
 
 function buildApp(root: string, row: Row, seen: Observed) {
@@ -168,7 +171,8 @@ function buildApp(root: string, row: Row, seen: Observed) {
     ...(row.filter ? { fileFilter: userFilter(row.filter) } : {}),
   });
   const app = express();
-  app.use((_req, res, next) => {
+  app.use((req, res, next) => {
+    seen.requests.push(req);
     const writeHead = res.writeHead as (...args: unknown[]) => typeof res;
     res.writeHead = function counted(this: typeof res, ...args: unknown[]) {
       seen.heads += 1;
@@ -286,7 +290,7 @@ async function onRow(
 ) {
   const dir = tempRoot();
   mkdirSync(join(dir.root, 'uploads'));
-  const seen: Observed = { heads: 0, ends: 0, handler: 0, errorHandler: 0 };
+  const seen: Observed = { heads: 0, ends: 0, handler: 0, errorHandler: 0, requests: [] };
   const served = await serve(buildApp(dir.root, row, seen));
   const before = openDescriptors();
   try {
@@ -665,6 +669,11 @@ async function runAbort(row: AbortRow): Promise<void> {
     // An empty disk before the server is done with the cut request proves
     // nothing, and what it stores later would outlive the test's root.
     expect(await until(() => seen.ends === 1)).toBe(true);
+    // And multer called back: until then the request's folders stay held, for good were it never.
+    const [request] = seen.requests;
+    expect(await until(() => request !== undefined && uploadOf(request)?.finished === true)).toBe(
+      true,
+    );
     expect(disk(root)).toEqual([]);
     expect(seen.handler).toBe(0);
     expect(seen.heads).toBeLessThanOrEqual(1);
