@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { denyBody, UNEXPECTED_FILE } from '@pathgate/core';
 import express from 'express';
@@ -118,6 +120,57 @@ describe('a gate.multer() middleware called from a function of the app', () => {
             message: expect.stringContaining('a middleware of the route itself'),
           }),
         ]);
+      },
+    );
+  });
+});
+
+/** Posts `body` through `agent`; resolves with the status once the answer is read. */
+function postThrough(agent: http.Agent, port: number, body: Buffer): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'content-type': MULTIPART, 'content-length': body.length };
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/up',
+      agent,
+      headers,
+    });
+    req.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('uploads one after another on a kept-alive connection', () => {
+  // The gate watches the connection while multer reads each body: a watch
+  // left behind per upload would pile up on a connection that carries many.
+  it('leave no listener of theirs on its socket', async () => {
+    const sockets = new Set<Socket>();
+    await wired(
+      (app, gate, answer) => {
+        app.use((req, _res, next) => {
+          sockets.add(req.socket);
+          next();
+        });
+        app.post('/up', gate.write(FILE), gate.multer().single('f'), answer);
+      },
+      async (port) => {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+        const listening = () => [...sockets].map((socket) => socket.listenerCount('close'));
+        const send = (i: number) =>
+          postThrough(agent, port, multipart([filePart('f', `${i}.txt`)]));
+        try {
+          const statuses = [await send(0)];
+          const after = listening();
+          for (let i = 1; i <= 12; i++) statuses.push(await send(i));
+          expect(new Set(statuses)).toEqual(new Set([200]));
+          expect(after).toHaveLength(1); // one connection carried them all
+          expect(listening()).toEqual(after);
+        } finally {
+          agent.destroy();
+        }
       },
     );
   });
