@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Started } from '../examples/shared/run.js';
 import { createSandbox } from '../examples/shared/sandbox.js';
 import { begin, EXAMPLES, type Got, postFiles, postJson, type Sent, send } from './examples.js';
+import { FOLDER_DEPTH_MAX } from './examples-model.js';
 import { startedForSuite } from './fixture.js';
 
 // One session of requests, in order, against each example over real HTTP:
@@ -432,6 +433,44 @@ describe.each(EXAMPLES)('the $name example, its root given through a link', (exa
       [200, JSON.stringify({ deleted: 'uploads/moved.txt' })],
     ]);
     expect(readdirSync(join(real, 'uploads'))).toEqual(['hello.txt']);
+  });
+
+  // Counted from the root given, the way from the link to the real root
+  // would count too: a target at the limit would be refused.
+  it('counts how deep a target lies below the resolved root', async () => {
+    const port = Number(new URL(server.url).port);
+    // uploads/ and depth/ among them: FOLDER_DEPTH_MAX folders in all, or one more.
+    const below = (branch: string, count: number) =>
+      `uploads/depth/${branch}/${'d/'.repeat(count - 1)}f.txt`;
+    const [fits, moved, over] = [
+      below('a', FOLDER_DEPTH_MAX - 2),
+      below('b', FOLDER_DEPTH_MAX - 2),
+      below('c', FOLDER_DEPTH_MAX - 1),
+    ];
+    const tooDeep = [
+      400,
+      JSON.stringify({ statusCode: 400, error: 'Bad Request', message: 'too deep' }),
+    ];
+    try {
+      const got: Got[] = [];
+      for (const sent of [
+        postFiles('/api/upload', ['file', fits.slice('uploads/'.length), 'x']),
+        postFiles('/api/upload', ['file', over.slice('uploads/'.length), 'x']),
+        postJson('/api/move', JSON.stringify({ from: fits, to: moved })),
+        postJson('/api/move', JSON.stringify({ from: moved, to: over })),
+      ]) {
+        got.push(await send(port, sent));
+      }
+      expect(got.map(({ status, text }) => [status, text])).toEqual([
+        [201, JSON.stringify({ uploaded: fits, size: 1 })],
+        tooDeep,
+        [200, JSON.stringify({ moved: fits, to: moved })],
+        tooDeep,
+      ]);
+      expect(existsSync(join(real, 'uploads', 'depth', 'c'))).toBe(false);
+    } finally {
+      rmSync(join(real, 'uploads', 'depth'), { recursive: true, force: true });
+    }
   });
 });
 
