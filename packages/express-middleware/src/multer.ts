@@ -69,8 +69,9 @@ function guardUpload(multerMiddleware: RequestHandler, gate: UploadGate): Pathga
     // cut connection ended the response (see `Held`). `finish` starts any
     // later removal before the hold ends. A connection closed before the body
     // ended destroys the request, so that multer calls back at all.
-    const held = hold(foldersHeldBy(req));
+    // Watched first: a socket that cannot be watched then holds nothing.
     const unwatch = closeWithConnection(req);
+    const held = hold(foldersHeldBy(req));
     const parsed = () => {
       unwatch();
       held();
