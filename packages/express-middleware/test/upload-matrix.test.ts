@@ -161,6 +161,17 @@ interface Observed {
   requests: express.Request[];
 }
 
+/** Calls `count` on each call of `res[method]`, which then goes on as before. */
+function counting(res: express.Response, method: 'writeHead' | 'end', count: () => void): void {
+  const original = res[method] as (...args: unknown[]) => unknown;
+  Object.assign(res, {
+    [method](this: express.Response, ...args: unknown[]) {
+      count();
+      return original.apply(this, args);
+    },
+  });
+}
+
 function buildApp(root: string, row: Row, seen: Observed) {
   const mode = row.mode ?? 'respond';
   const gate = pathgate(gateOptions(root, mode));
@@ -173,16 +184,8 @@ function buildApp(root: string, row: Row, seen: Observed) {
   const app = express();
   app.use((req, res, next) => {
     seen.requests.push(req);
-    const writeHead = res.writeHead as (...args: unknown[]) => typeof res;
-    res.writeHead = function counted(this: typeof res, ...args: unknown[]) {
-      seen.heads += 1;
-      return writeHead.apply(this, args);
-    } as typeof res.writeHead;
-    const end = res.end as (...args: unknown[]) => typeof res;
-    res.end = function counted(this: typeof res, ...args: unknown[]) {
-      seen.ends += 1;
-      return end.apply(this, args);
-    } as typeof res.end;
+    counting(res, 'writeHead', () => seen.heads++);
+    counting(res, 'end', () => seen.ends++);
     next();
   });
   app.get('/ping', (_req, res) => {
