@@ -128,13 +128,18 @@ export const BOUNDARY = '----pathgateBoundary7MA4YWxk';
 export const MULTIPART = `multipart/form-data; boundary=${BOUNDARY}`;
 
 /** A multipart POST of `length` bytes to 127.0.0.1, its own connection; the caller writes the body. */
-export function multipartPost(port: number, path: string, length: number): http.ClientRequest {
+export function multipartPost(
+  port: number,
+  path: string,
+  length: number,
+  agent: http.Agent | false = false,
+): http.ClientRequest {
   return http.request({
     host: '127.0.0.1',
     port,
     method: 'POST',
     path,
-    agent: false,
+    agent,
     headers: { 'content-type': MULTIPART, 'content-length': length },
   });
 }

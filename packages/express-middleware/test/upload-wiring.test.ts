@@ -13,6 +13,7 @@ import {
   filesUnder,
   MULTIPART,
   multipart,
+  multipartPost,
   onApp,
   request,
   tempRoot,
@@ -128,15 +129,7 @@ describe('a gate.multer() middleware called from a function of the app', () => {
 /** Posts `body` through `agent`; resolves with the status once the answer is read. */
 function postThrough(agent: http.Agent, port: number, body: Buffer): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
-    const headers = { 'content-type': MULTIPART, 'content-length': body.length };
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/up',
-      agent,
-      headers,
-    });
+    const req = multipartPost(port, '/up', body.length, agent);
     req.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode)));
     req.on('error', reject);
     req.end(body);
