@@ -64,6 +64,9 @@ function runChecks(checks) {
   return passed === CHECKS.length;
 }
 
+/** Where the Fastify server declares the guarded twins of its routes. */
+const TWIN = '/guarded';
+
 async function fastifyServer() {
   const { default: Fastify } = await import('fastify');
   const { pathgate } = await import('@pathgate/fastify');
@@ -80,17 +83,23 @@ async function fastifyServer() {
     if (passedCheck === undefined) rep.send(OK);
     else passedCheck();
   };
-  // Registered after the plugin, so it runs after pathgate's onRoute hook and
-  // finds the guarded handler that hook put in front of `handler`.
+  // pathgate keeps its guarded handler on a route that declares paths for
+  // good (no hook can take it off, so none can run a handler unchecked). So
+  // twin routes under /guarded declare the paths, an onRoute hook registered
+  // after the plugin takes their guarded handlers, and the routes served,
+  // which declare nothing, call them from inside the timers.
+  const guardedOf = {};
   app.addHook('onRoute', (route) => {
-    const handCheck = hand[route.url];
-    if (handCheck === undefined) return;
-    const guarded = route.handler;
-    if (guarded === handler) throw new Error(`${route.url}: pathgate did not guard the handler`);
-    // Defined, not assigned: pathgate guards a handler assigned after its
-    // onRoute hook ran, so the check would run before the timers, and the
-    // timed call would only find the request checked already.
-    const timedChecks = function timedChecks(request, reply) {
+    if (!route.url.startsWith(TWIN)) return;
+    if (route.handler === handler)
+      throw new Error(`${route.url}: pathgate did not guard the handler`);
+    guardedOf[route.url.slice(TWIN.length)] = route.handler;
+  });
+  const timedChecks = (url) => {
+    const handCheck = hand[url];
+    const guarded = guardedOf[url];
+    if (guarded === undefined) throw new Error(`${url}: no guarded twin`);
+    return function timedChecks(request, reply) {
       const checks = {
         empty: (go) => go(),
         hand: (go) => (handCheck(request) ? go() : undefined),
@@ -106,14 +115,11 @@ async function fastifyServer() {
       if (runChecks(checks)) reply.send(OK);
       else if (!reply.sent) reply.code(500).send({ problem });
     };
-    Object.defineProperty(route, 'handler', { value: timedChecks, writable: true });
-  });
-  const config = {
-    param: { pathgate: DECLARATIONS.param },
-    body: { pathgate: DECLARATIONS.body },
   };
-  app.get('/files/*', { config: config.param }, handler);
-  app.post('/move', { config: config.body }, handler);
+  app.get(`${TWIN}/files/*`, { config: { pathgate: DECLARATIONS.param } }, handler);
+  app.post(`${TWIN}/move`, { config: { pathgate: DECLARATIONS.body } }, handler);
+  app.get('/files/*', timedChecks('/files/*'));
+  app.post('/move', timedChecks('/move'));
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app.server.address().port;
 }
