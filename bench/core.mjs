@@ -10,17 +10,17 @@
 // its fastest batch kept); report medians of ns/op and medians of the
 // per-round ratios. The machine's speed drifts for seconds at a time and a
 // round lasts about a tenth of a second, so ratios taken inside one round
-// cancel most of the drift.
+// cancel most of the drift. Environment: CORE_ROUNDS (recorded rounds, 41).
 import os from 'node:os';
 import path from 'node:path';
 import { checkFs, PermissionPolicy } from '@pathgate/core';
 import picomatch from 'picomatch';
-import { median, shuffle, summary, table } from './report.mjs';
+import { envNumber, median, shuffle, summary, table } from './report.mjs';
 
 const ROOT = '/srv/sandbox';
 const ROOT_SLASH = `${ROOT}/`;
 const SIZES = [10, 1_000, 10_000];
-const ROUNDS = 41;
+const ROUNDS = envNumber('CORE_ROUNDS', 41, 1);
 const PASSES = 3;
 const WARMUP_ROUNDS = 7;
 const WARMUP_MS = 150;

@@ -11,14 +11,15 @@
 //
 // Method: a real tree under a temp folder (removed at the end); every depth
 // is timed in each round, in a shuffled order, once warmed up; medians.
+// Environment: DEEP_ROUNDS (rounds, 15).
 import { mkdirSync, mkdtempSync, realpathSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compileRouteGuard, PermissionPolicy, resolveSymlinks } from '@pathgate/core';
-import { median, shuffle, table } from './report.mjs';
+import { envNumber, median, shuffle, table } from './report.mjs';
 
-const ROUNDS = 15;
+const ROUNDS = envNumber('DEEP_ROUNDS', 15, 1);
 const GOAL = 3;
 const BASE_DEPTH = 100;
 const DEPTHS = [BASE_DEPTH, 500, 2_000];
