@@ -11,7 +11,7 @@ import {
   isInside,
   PermissionPolicy,
 } from '../src/index.js';
-import { resolveSymlinks } from '../src/realpath.js';
+import { BOUNDED_WALK, resolveSymlinks } from '../src/realpath.js';
 import { runGuard } from './guard-run.js';
 
 // What a denied value may tell a client about the disk, with the resolver on:
@@ -281,6 +281,29 @@ describe('a client value through a link inside the root that points out, with re
     asked.length = 0;
     expect(reasons(policy, ['uploads/out/loop/x'])).toEqual(['resolve-failed']);
     expect(asked).toEqual([`${base}/root/uploads/out/loop/x`]);
+  });
+
+  it('is resolved on by a resolver of your own that carries no walk under the key, or throws on a read', () => {
+    // Something other than a function under resolveSymlinks' key is no walk to bound:
+    // the resolver is asked, not called through what it carries (which would throw).
+    const carrying = Object.defineProperty((p: string) => watching(p), BOUNDED_WALK, {
+      value: 'no walk',
+    });
+    // A proxy whose every property read throws: asked as it is, its build does not throw.
+    const trapped = new Proxy((p: string) => watching(p), {
+      get() {
+        throw new Error('read trapped');
+      },
+    });
+    for (const resolve of [carrying, trapped]) {
+      const policy = policyOf(`${base}/root`, resolve);
+      asked.length = 0;
+      expect(reasons(policy, ['uploads/out/in/a', 'uploads/out/loop/x'])).toEqual([
+        'allow',
+        'resolve-failed',
+      ]);
+      expect(asked).toEqual([`${base}/root/uploads/out/in/a`, `${base}/root/uploads/out/loop/x`]);
+    }
   });
 
   it('is denied alike with the resolveSymlinks of the other build of the package (CommonJS)', () => {
