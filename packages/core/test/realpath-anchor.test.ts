@@ -26,6 +26,8 @@ const trouble: {
 
 /** The paths the walk asked the kernel to look up (lstat, readlink, open), in order. */
 const looked: string[] = [];
+/** The paths it opened, in order. */
+const opened: string[] = [];
 
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof fs>();
@@ -49,6 +51,7 @@ vi.mock('node:fs', async (importOriginal) => {
   }) as typeof fs.readlinkSync;
   const openSync = ((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
     looked.push(String(p));
+    opened.push(String(p));
     if (trouble.procGone && viaProc(p)) throw fail('ENOENT', p);
     if (trouble.openFails !== undefined) throw fail(trouble.openFails, p);
     return real.openSync(p, flags ?? 'r', mode);
@@ -169,6 +172,20 @@ describe('resolveSymlinks deep down, through a link that goes up and down again'
     expect(resolveWithin(`${down(viaLink, j)}/zigzag`, () => true)).toBe(`${folder}/z`);
     expect(looked.length).toBeGreaterThan(200);
     expect(Math.max(...looked.map(foldersWalked))).toBeLessThanOrEqual(ANCHOR_EVERY);
+  });
+});
+
+describe('resolveSymlinks deep down, folder by folder', () => {
+  it('opens one folder every ANCHOR_EVERY folders, not one a folder, below the first it holds', () => {
+    // 100 folders through `base/L`, bounded by nothing (no shortcut open of the last
+    // folder): the walk costs one lstat a folder, and an open of the folder it holds
+    // every ANCHOR_EVERY folders (walked-folder.ts), not an open (and close) a folder.
+    opened.length = 0;
+    const answer = resolveWithin(`${down(viaLink, 100)}/x`, () => true);
+    expect(answer).toBe(`${down(spine, 100)}/x`);
+    const depth = answer.split('/').length - 2;
+    expect(opened.length).toBeGreaterThan(0);
+    expect(opened.length).toBeLessThanOrEqual(Math.ceil(depth / ANCHOR_EVERY));
   });
 });
 
