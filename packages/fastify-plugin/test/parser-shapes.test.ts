@@ -235,24 +235,31 @@ const REWRITE: FastifyServerOptions = {
   rewriteUrl: (req) => (req.url ?? '/').replace(/^\/old\//, '/f/'),
 };
 
+/**
+ * Router options go under `routerOptions` (at the top level they are
+ * deprecated, FSTDEP022). Fastify 5.12 reads `useSemicolonDelimiter` there,
+ * but its `FastifyRouterOptions` type lacks the key.
+ */
+const SEMICOLONS = { routerOptions: { useSemicolonDelimiter: true } } as FastifyServerOptions;
+
 describe('router options: the handler reads the param pathgate checked', () => {
   type Row = readonly [string, FastifyServerOptions, string, Want];
   const ROWS: readonly Row[] = [
     [
       'ignoreDuplicateSlashes: // inside',
-      { ignoreDuplicateSlashes: true },
+      { routerOptions: { ignoreDuplicateSlashes: true } },
       '/f/docs//a',
       one('docs/a'),
     ],
     [
       'ignoreDuplicateSlashes: // before the route',
-      { ignoreDuplicateSlashes: true },
+      { routerOptions: { ignoreDuplicateSlashes: true } },
       '//p//docs',
       one('docs'),
     ],
     [
       'ignoreDuplicateSlashes: // at the wildcard start is relative',
-      { ignoreDuplicateSlashes: true },
+      { routerOptions: { ignoreDuplicateSlashes: true } },
       '/f//docs/a',
       one('docs/a'),
     ],
@@ -262,37 +269,32 @@ describe('router options: the handler reads the param pathgate checked', () => {
       '/f//docs/a',
       { reason: OUT, label: 'params.*' },
     ],
-    ['ignoreTrailingSlash', { ignoreTrailingSlash: true }, '/p/docs/', one('docs')],
+    [
+      'ignoreTrailingSlash',
+      { routerOptions: { ignoreTrailingSlash: true } },
+      '/p/docs/',
+      one('docs'),
+    ],
     [
       'ignoreTrailingSlash: a wildcard loses it',
-      { ignoreTrailingSlash: true },
+      { routerOptions: { ignoreTrailingSlash: true } },
       '/f/docs/a/',
       one('docs/a'),
     ],
     [
       'caseSensitive false: the param keeps its case',
-      { caseSensitive: false },
+      { routerOptions: { caseSensitive: false } },
       '/P/docs',
       one('docs'),
     ],
     [
       'caseSensitive false: a DOCS param is another path',
-      { caseSensitive: false },
+      { routerOptions: { caseSensitive: false } },
       '/P/DOCS',
       { reason: OUT, label: 'params.p' },
     ],
-    [
-      'useSemicolonDelimiter: ; starts the query',
-      { useSemicolonDelimiter: true },
-      '/q;p=docs/a',
-      one('docs/a'),
-    ],
-    [
-      'useSemicolonDelimiter: a param ends at ;',
-      { useSemicolonDelimiter: true },
-      '/p/docs;p=..%2Fx',
-      one('docs'),
-    ],
+    ['useSemicolonDelimiter: ; starts the query', SEMICOLONS, '/q;p=docs/a', one('docs/a')],
+    ['useSemicolonDelimiter: a param ends at ;', SEMICOLONS, '/p/docs;p=..%2Fx', one('docs')],
     ['without it, ; is part of the param', {}, '/p/docs;p=x', { reason: OUT, label: 'params.p' }],
     ['rewriteUrl: the params of the URL it gives', REWRITE, '/old/docs/a', one('docs/a')],
     [
