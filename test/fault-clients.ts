@@ -2,6 +2,7 @@
 // the bytes, their pacing and the moment the connection dies are the test's.
 // Multipart bodies come from the Express package's helpers (`multipart`,
 // `filePart`): they build a part from its raw header bytes.
+import type { EventEmitter } from 'node:events';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -55,8 +56,11 @@ function open(port: number, sent: Sent, headers: http.OutgoingHttpHeaders | unde
   });
 }
 
+/** A writable's events `drainedOrClosed` waits on: an HTTP/1.1 request, or an HTTP/2 stream. */
+type Draining = Pick<EventEmitter, 'once' | 'off'>;
+
 /** Waits for `drain` or `close`, whichever comes first, leaving no listener behind. */
-export function drainedOrClosed(req: http.ClientRequest): Promise<void> {
+export function drainedOrClosed(req: Draining): Promise<void> {
   return new Promise((next) => {
     const done = () => {
       req.off('drain', done);

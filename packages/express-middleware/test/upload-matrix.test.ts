@@ -6,6 +6,7 @@ import { basename, join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import multer, { type Options, type StorageEngine } from 'multer';
 import { describe, expect, it } from 'vitest';
+import { drainedOrClosed } from '../../../test/fault-clients.js';
 import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import { type PathgateOptions, pathgate } from '../src/index.js';
 import { uploadOf } from '../src/upload.js';
@@ -268,7 +269,7 @@ function post(
     void (async () => {
       for (const chunk of chunks) {
         if (req.destroyed) return;
-        if (!req.write(chunk)) await new Promise((go) => req.once('drain', go).once('close', go));
+        if (!req.write(chunk)) await drainedOrClosed(req);
       }
       if (!req.destroyed) req.end();
     })();

@@ -7,6 +7,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type Answer, parseJson, readAnswer } from '../../../test/answer.js';
+import { drainedOrClosed } from '../../../test/fault-clients.js';
 import { closing, exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate, { type PathgateOptions, type PathSpec } from '../src/index.js';
 import { afterTest, denied, filesIn, listen, newApp, request, sandbox } from './helpers.js';
@@ -221,12 +222,7 @@ function upload(
       if (out.sent >= (options.destroyAt ?? Number.POSITIVE_INFINITY)) return session.destroy();
       const data = chunk.subarray(0, Math.min(chunk.length, options.size - out.sent));
       out.sent += data.length;
-      if (!stream.write(data)) {
-        await new Promise((resolve) => {
-          stream.once('drain', resolve);
-          stream.once('close', resolve);
-        });
-      }
+      if (!stream.write(data)) await drainedOrClosed(stream);
     }
     if (writable()) stream.end(TAIL);
   };
