@@ -9,11 +9,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 // The newest LTS line the suite was last checked on (bump with the line).
 const DEFAULT_VERSION = '26.12.1';
 
 const version = process.argv[2] ?? DEFAULT_VERSION;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Runs a command (its stderr shown), returns its stdout; a failure throws, naming it. */
 function run(command, args, options = {}) {
@@ -45,7 +47,8 @@ try {
   const seen = run('node', ['--version'], { env }).trim();
   if (seen !== `v${version}`) throw new Error(`PATH's node is ${seen}, not v${version}`);
   console.log(`every test again, on Node ${seen}`);
-  status = spawnSync('node', ['scripts/run-tests.mjs'], { env, stdio: 'inherit' }).status;
+  const tests = spawnSync('node', ['scripts/run-tests.mjs'], { cwd: ROOT, env, stdio: 'inherit' });
+  status = tests.status;
 } catch (error) {
   console.error(error instanceof Error ? error.message : error);
 } finally {
