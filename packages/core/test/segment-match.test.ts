@@ -4,9 +4,10 @@ import { checkFs, PermissionPolicy } from '../src/index.js';
 import { instance, NAME_CHARS, referenceMatch, segmentPieces } from './glob-reference.js';
 
 // One glob segment against one name: `*`, `?`, literals and classes, astral
-// code points among them, decided as a regular expression over code points
-// (the `u` flag) decides it. The matcher runs the runs between `*`s left to
-// right on the text itself; the expression is the independent oracle.
+// code points and a line break among them, decided as a regular expression
+// over code points (the `u` flag; `s`, so that `.` takes a line break too)
+// decides it. The matcher runs the runs between `*`s left to right on the
+// text itself; the expression is the independent oracle.
 
 const TOKENS: readonly (readonly [glob: string, regex: string])[] = [
   ['a', 'a'],
@@ -18,7 +19,7 @@ const TOKENS: readonly (readonly [glob: string, regex: string])[] = [
   ['[!a]', '[^a]'],
   ['[😀-😁]', '[😀-😁]'],
 ];
-const NAME_UNITS = ['a', 'b', 'c', '😀', '😁'];
+const NAME_UNITS = ['a', 'b', 'c', '😀', '😁', '\n'];
 
 const pattern = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 7 });
 const name = fc.array(fc.constantFrom(...NAME_UNITS), { minLength: 1, maxLength: 9 });
@@ -32,7 +33,7 @@ describe('a glob segment against a name', () => {
     fc.assert(
       fc.property(pattern, name, (tokens, units) => {
         const glob = tokens.map(([g]) => g).join('');
-        const regex = new RegExp(`^${tokens.map(([, r]) => r).join('')}$`, 'u');
+        const regex = new RegExp(`^${tokens.map(([, r]) => r).join('')}$`, 'su');
         const text = units.join('');
         expect(allows(`./x/${glob}`, `x/${text}`)).toBe(regex.test(text));
       }),
