@@ -27,6 +27,8 @@ import { idle } from './process-idle.js';
 const SEED = 20261206;
 const RUNS = Number(process.env.CUTOFF_RUNS ?? 30);
 const seed = Number(process.env.CUTOFF_SEED ?? SEED);
+// CUTOFF_TIMEOUT (ms) bounds the test for a longer campaign.
+const TIMEOUT = Number(process.env.CUTOFF_TIMEOUT ?? 120_000);
 
 /** Sends `batch` to the server at `port`, the held requests released in one tick; their statuses in order. */
 async function sendBatch(port: number, batch: readonly Timed[], contents: readonly string[]) {
@@ -43,36 +45,40 @@ async function sendBatch(port: number, batch: readonly Timed[], contents: readon
 describe('both examples, sent uploads that fail part-way at once', () => {
   const pair = servedPairForSuite();
 
-  it('keep whole uploads answered 201 only, no temporary file, no folder only failures made', async () => {
-    let serial = 0;
-    await fc.assert(
-      fc.asyncProperty(batches, async (runs) => {
-        const start = pair.reseed();
-        const holdings = new Map(
-          pair.ports().map(({ name }) => [name, new Holdings(start, name === 'fastify')]),
-        );
-        for (const batch of runs) {
-          const contents = batch.map(({ request }) =>
-            contentOf(++serial, request.operation === 'upload' ? request.size : 0),
+  it(
+    'keep whole uploads answered 201 only, no temporary file, no folder only failures made',
+    async () => {
+      let serial = 0;
+      await fc.assert(
+        fc.asyncProperty(batches, async (runs) => {
+          const start = pair.reseed();
+          const holdings = new Map(
+            pair.ports().map(({ name }) => [name, new Holdings(start, name === 'fastify')]),
           );
-          const statuses = await Promise.all(
-            pair.ports().map(({ port }) => sendBatch(port, batch, contents)),
-          );
-          await idle();
-          for (const [index, { name, tree, around }] of pair.sandboxes().entries()) {
-            const answers: Answered[] = batch.map(({ request }, i) => ({
-              request,
-              content: contents[i] ?? '',
-              status: statuses[index]?.[i],
-            }));
-            const said = answers.map((a) => `${label(a.request)} → ${a.status ?? 'closed'}`);
-            const problems = (holdings.get(name) as Holdings).judge(answers, tree);
-            expect(problems, `${name}:\n${said.join('\n')}`).toEqual([]);
-            expect(around, `${name}: beside the sandbox`).toEqual(NOTHING_AROUND);
+          for (const batch of runs) {
+            const contents = batch.map(({ request }) =>
+              contentOf(++serial, request.operation === 'upload' ? request.size : 0),
+            );
+            const statuses = await Promise.all(
+              pair.ports().map(({ port }) => sendBatch(port, batch, contents)),
+            );
+            await idle();
+            for (const [index, { name, tree, around }] of pair.sandboxes().entries()) {
+              const answers: Answered[] = batch.map(({ request }, i) => ({
+                request,
+                content: contents[i] ?? '',
+                status: statuses[index]?.[i],
+              }));
+              const said = answers.map((a) => `${label(a.request)} → ${a.status ?? 'closed'}`);
+              const problems = (holdings.get(name) as Holdings).judge(answers, tree);
+              expect(problems, `${name}:\n${said.join('\n')}`).toEqual([]);
+              expect(around, `${name}: beside the sandbox`).toEqual(NOTHING_AROUND);
+            }
           }
-        }
-      }),
-      { seed, numRuns: RUNS },
-    );
-  }, 120_000);
+        }),
+        { seed, numRuns: RUNS },
+      );
+    },
+    TIMEOUT,
+  );
 });

@@ -17,8 +17,10 @@ import { COMMANDS, observed, reached } from './examples-model-commands.js';
 // nothing may appear beside it. A failure shrinks to a minimal list of
 // commands.
 
-const SEED = 20261205;
-const RUNS = 80;
+// MODEL_SEED, MODEL_RUNS and MODEL_TIMEOUT (ms) override these for a longer campaign.
+const SEED = Number(process.env.MODEL_SEED ?? 20261205);
+const RUNS = Number(process.env.MODEL_RUNS ?? 80);
+const TIMEOUT = Number(process.env.MODEL_TIMEOUT ?? 120_000);
 /** Answers the runs must reach (`reached`): each operation's success and its failures, not only denies. */
 const REACHED = [
   'list 200',
@@ -64,21 +66,28 @@ describe('both examples, driven through one model of their sandbox', () => {
     }
   });
 
-  it('answer each command alike and as the model does, and hold what it holds', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.commands(COMMANDS, { maxCommands: 30, size: 'medium' }),
-        async (commands) => {
-          const model = new SandboxModel(pair.reseed(), SANDBOX_BYTES);
-          await fc.asyncModelRun(() => ({ model, real: pair }), commands);
-          for (const { name, tree, around } of pair.sandboxes()) {
-            expect(tree, `${name}: the sandbox`).toEqual({ files: model.files, dirs: model.dirs });
-            expect(around, `${name}: beside the sandbox`).toEqual(NOTHING_AROUND);
-          }
-        },
-      ),
-      { seed: SEED, numRuns: RUNS },
-    );
-    expect([...reached]).toEqual(expect.arrayContaining(REACHED));
-  }, 120_000);
+  it(
+    'answer each command alike and as the model does, and hold what it holds',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.commands(COMMANDS, { maxCommands: 30, size: 'medium' }),
+          async (commands) => {
+            const model = new SandboxModel(pair.reseed(), SANDBOX_BYTES);
+            await fc.asyncModelRun(() => ({ model, real: pair }), commands);
+            for (const { name, tree, around } of pair.sandboxes()) {
+              expect(tree, `${name}: the sandbox`).toEqual({
+                files: model.files,
+                dirs: model.dirs,
+              });
+              expect(around, `${name}: beside the sandbox`).toEqual(NOTHING_AROUND);
+            }
+          },
+        ),
+        { seed: SEED, numRuns: RUNS },
+      );
+      expect([...reached]).toEqual(expect.arrayContaining(REACHED));
+    },
+    TIMEOUT,
+  );
 });

@@ -47,7 +47,9 @@ import {
 // over; the handler runs only on allow, and every path it gets lies inside
 // the root and passes an independent `checkFs`.
 
-const RUNS = 250;
+// HFUZZ_RUNS and HFUZZ_SEED override the runs and the (random) seed; raise --testTimeout with them.
+const RUNS = Number(process.env.HFUZZ_RUNS ?? 250);
+const SEED = process.env.HFUZZ_SEED === undefined ? undefined : Number(process.env.HFUZZ_SEED);
 
 /** Allowed and denied answers in the current property: both must occur, or it proved little. */
 const tally = { allow: 0, deny: 0 };
@@ -213,7 +215,7 @@ describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
         const param = (h: Handed) => [own(h.params, key)].flat().join('/');
         await agree(framework, at, value, sent, param);
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -228,7 +230,7 @@ describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
           await agree(framework, 'header', value, sent, (h) => own(h.headers, 'x-file'));
         },
       ),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -252,7 +254,7 @@ describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
           await agree(framework, 'query', value, sent, (h) => own(h.query, 'path'));
         },
       ),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -271,7 +273,7 @@ describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
           await agree(framework, at, value, sent, (h) => h.body);
         }
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -316,7 +318,7 @@ describe.each(FRAMEWORKS)('%s answers as the core decides', (framework) => {
         };
         await agree(framework, 'multipart', value, request);
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 });

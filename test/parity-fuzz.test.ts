@@ -39,8 +39,10 @@ import {
 // (refused by express.json()) or on a GET (Fastify does not read it).
 // Multipart filenames are fuzzed in fuzz-http and the upload matrix.
 
-const SEED = 20261202;
-const RUNS = 400;
+// PFUZZ_SEED, PFUZZ_RUNS and PFUZZ_TIMEOUT (ms) override these for a longer campaign.
+const SEED = Number(process.env.PFUZZ_SEED ?? 20261202);
+const RUNS = Number(process.env.PFUZZ_RUNS ?? 400);
+const TIMEOUT = Number(process.env.PFUZZ_TIMEOUT ?? 30_000);
 const ROOT = '/srv/root';
 
 // ---- policies -------------------------------------------------------------------
@@ -289,72 +291,76 @@ const world = fc
 const tally = { allow: 0, deny: 0, reported: 0 };
 
 describe('random routes and policies: Fastify, Express and node:http answer alike', () => {
-  it('the same status, body and checked paths', async () => {
-    await fc.assert(
-      fc.asyncProperty(world, async ({ policy: options, routes, answer, requests }) => {
-        const policy = new PermissionPolicy({
-          root: ROOT,
-          permissions: { fs: options.fs },
-          dot: options.dot,
-          resolve,
-        });
-        const reportOnly = answer === 'report-only';
-        // Each deny, as onDeny saw it (the node guard logs report-only denies instead).
-        const denied = { fastify: [] as string[], express: [] as string[], node: [] as string[] };
-        const onDeny = (denial: PathDenial) =>
-          answer === 'own body' ? { refused: denial.label, why: denial.reason } : undefined;
-        const apps = await startApps({
-          policy,
-          routes,
-          reportOnly,
-          onDeny: (framework, denial) => {
-            denied[framework].push(`${denial.reason} ${denial.label}`);
-            return onDeny(denial);
-          },
-        });
-        const node = await listenNode(
-          {
+  it(
+    'the same status, body and checked paths',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(world, async ({ policy: options, routes, answer, requests }) => {
+          const policy = new PermissionPolicy({
+            root: ROOT,
+            permissions: { fs: options.fs },
+            dot: options.dot,
+            resolve,
+          });
+          const reportOnly = answer === 'report-only';
+          // Each deny, as onDeny saw it (the node guard logs report-only denies instead).
+          const denied = { fastify: [] as string[], express: [] as string[], node: [] as string[] };
+          const onDeny = (denial: PathDenial) =>
+            answer === 'own body' ? { refused: denial.label, why: denial.reason } : undefined;
+          const apps = await startApps({
             policy,
+            routes,
             reportOnly,
-            onDeny: (denial) => {
-              denied.node.push(`${denial.reason} ${denial.label}`);
+            onDeny: (framework, denial) => {
+              denied[framework].push(`${denial.reason} ${denial.label}`);
               return onDeny(denial);
             },
-            log: (entry) => {
-              const { reason, label } = entry as Partial<PathDenial>;
-              if (reason !== undefined) denied.node.push(`${reason} ${label}`);
+          });
+          const node = await listenNode(
+            {
+              policy,
+              reportOnly,
+              onDeny: (denial) => {
+                denied.node.push(`${denial.reason} ${denial.label}`);
+                return onDeny(denial);
+              },
+              log: (entry) => {
+                const { reason, label } = entry as Partial<PathDenial>;
+                if (reason !== undefined) denied.node.push(`${reason} ${label}`);
+              },
             },
-          },
-          routes,
-        );
-        try {
-          for (const sent of requests) {
-            for (const list of Object.values(denied)) list.length = 0;
-            const [fromFastify, fromExpress, fromNode] = await Promise.all([
-              send(apps.fastify.port, sent),
-              send(apps.express.port, sent),
-              send(node.port, sent),
-            ]);
-            expect({ express: fromExpress, node: fromNode }).toEqual({
-              express: fromFastify,
-              node: fromFastify,
-            });
-            expect({ express: denied.express, node: denied.node }).toEqual({
-              express: denied.fastify,
-              node: denied.fastify,
-            });
-            if (fromFastify.status === 200) tally.allow += 1;
-            if (fromFastify.status === 403) tally.deny += 1;
-            if (reportOnly && denied.fastify.length > 0) tally.reported += 1;
+            routes,
+          );
+          try {
+            for (const sent of requests) {
+              for (const list of Object.values(denied)) list.length = 0;
+              const [fromFastify, fromExpress, fromNode] = await Promise.all([
+                send(apps.fastify.port, sent),
+                send(apps.express.port, sent),
+                send(node.port, sent),
+              ]);
+              expect({ express: fromExpress, node: fromNode }).toEqual({
+                express: fromFastify,
+                node: fromFastify,
+              });
+              expect({ express: denied.express, node: denied.node }).toEqual({
+                express: denied.fastify,
+                node: denied.fastify,
+              });
+              if (fromFastify.status === 200) tally.allow += 1;
+              if (fromFastify.status === 403) tally.deny += 1;
+              if (reportOnly && denied.fastify.length > 0) tally.reported += 1;
+            }
+          } finally {
+            await Promise.all([apps.close(), node.close()]);
           }
-        } finally {
-          await Promise.all([apps.close(), node.close()]);
-        }
-      }),
-      { seed: SEED, numRuns: RUNS },
-    );
-    expect(tally.allow).toBeGreaterThan(RUNS / 10);
-    expect(tally.deny).toBeGreaterThan(RUNS / 10);
-    expect(tally.reported).toBeGreaterThan(RUNS / 20);
-  }, 30_000);
+        }),
+        { seed: SEED, numRuns: RUNS },
+      );
+      expect(tally.allow).toBeGreaterThan(RUNS / 10);
+      expect(tally.deny).toBeGreaterThan(RUNS / 10);
+      expect(tally.reported).toBeGreaterThan(RUNS / 20);
+    },
+    TIMEOUT,
+  );
 });
