@@ -3,8 +3,8 @@ import fc from 'fast-check';
 /**
  * An oracle for one glob segment, written from DESIGN's glob table alone:
  * generated pieces carry both their text and what they match, braces are
- * expanded by hand, and a name is matched by plain backtracking over its
- * code points. Nothing here shares code with src/.
+ * expanded by hand, and a name is matched by plain backtracking over the
+ * code points of its NFC. Nothing here shares code with src/.
  */
 
 /** What one element of an expanded alternative matches. */
@@ -16,10 +16,15 @@ export interface Piece {
   readonly alternatives: readonly (readonly Atom[])[];
 }
 
-/** Code points a name is made of: astral ones, both sides of the surrogate gap, glob syntax. */
+/**
+ * Code points a name is made of: astral ones, both sides of the surrogate
+ * gap, glob syntax, and U+0301, which NFC joins to an `a` or `e` before it.
+ */
 export const NAME_CHARS = [
   'a',
   'b',
+  'e',
+  '\u0301',
   '.',
   '-',
   ']',
@@ -42,15 +47,31 @@ const one = (atom: Atom): Piece['alternatives'] => [[atom]];
 const literal = (c: string): Atom => ({ star: false, test: (cp) => cp === c, dot: c === '.' });
 const wildcard = (test: (cp: string) => boolean): Atom => ({ star: false, test, dot: false });
 
-/** Characters that mean something in a glob (or in a brace or class) are written escaped. */
-const SPECIAL = new Set(['*', '?', '[', ']', '{', '}', ',', '\\', '-', '!', '^']);
+/**
+ * Characters that mean something in a glob (or in a brace or class) are
+ * written escaped; so is U+0301, which the glob's NFC would join to the
+ * character before it (the `\` between keeps it a mark of its own).
+ */
+const SPECIAL = new Set(['*', '?', '[', ']', '{', '}', ',', '\\', '-', '!', '^', '\u0301']);
 
 const literalPiece = fc.oneof(
-  fc.constantFrom(...NAME_CHARS.filter((c) => !SPECIAL.has(c))).map((c) => ({
-    text: c,
-    alternatives: one(literal(c)),
-  })),
-  fc.constantFrom(...NAME_CHARS).map((c) => ({ text: `\\${c}`, alternatives: one(literal(c)) })),
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(...NAME_CHARS.filter((c) => !SPECIAL.has(c))).map((c) => ({
+      text: c,
+      alternatives: one(literal(c)),
+    })),
+  },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom(...NAME_CHARS)
+      .map((c) => ({ text: `\\${c}`, alternatives: one(literal(c)) })),
+  },
+  // e + U+0301 in the glob's text is é once NFC has run, escaped or not.
+  fc
+    .constantFrom('e\u0301', '\\e\u0301')
+    .map((text) => ({ text, alternatives: one(literal('é')) })),
 );
 
 const cp = (c: string) => c.codePointAt(0) as number;
@@ -79,6 +100,11 @@ const CLASSES: readonly (readonly [string, (c: string) => boolean])[] = [
   ['[*?]', (c) => c === '*' || c === '?'],
   ['[\\\\\\[]', (c) => c === '\\' || c === '['],
   ['[𝒜]', (c) => c === '𝒜'],
+  // NFC runs on the glob's text first: e + U+0301 in a class is é.
+  ['[e\u0301]', (c) => c === 'é'],
+  ['[!e\u0301]', (c) => c !== 'é'],
+  ['[a-e\u0301]', inRange('a', 'é')],
+  ['[\u0301]', (c) => c === '\u0301'],
 ];
 
 const simplePiece: fc.Arbitrary<Piece> = fc.oneof(
@@ -152,18 +178,20 @@ function matchAtoms(atoms: readonly Atom[], name: readonly string[]): boolean {
 
 /** DESIGN's answer for a segment written as `pieces` against one path segment. */
 export function referenceMatch(pieces: readonly Piece[], name: string, dot: boolean): boolean {
-  const points = Array.from(name);
+  // DESIGN step 4: the path is NFC before anything reads it.
+  const points = Array.from(name.normalize('NFC'));
   return expand(pieces).some((atoms) => {
     const first = atoms[0];
     // Dotfiles: only an alternative beginning with a literal `.` reaches one.
-    if (!dot && name.startsWith('.') && !(first && !first.star && first.dot)) return false;
+    if (!dot && points[0] === '.' && !(first && !first.star && first.dot)) return false;
     return matchAtoms(atoms, points);
   });
 }
 
 /**
  * A name some alternative of `pieces` matches, drawn by `picks`: each
- * wildcard takes a fitting code point, each star a few.
+ * wildcard takes a fitting code point, each star a few. One in two is
+ * spelled decomposed (NFD): the same name once the path is normalized.
  */
 export function instance(pieces: readonly Piece[], picks: readonly number[]): string {
   const alternatives = expand(pieces);
@@ -176,5 +204,5 @@ export function instance(pieces: readonly Piece[], picks: readonly number[]): st
     const count = atom.star ? pick() % 3 : 1;
     for (let n = 0; n < count && fits.length > 0; n++) name += fits[pick() % fits.length];
   }
-  return name;
+  return pick() % 2 === 0 ? name.normalize('NFD') : name;
 }
