@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { readAnswer } from '../../../test/answer.js';
 import { drainedOrClosed } from '../../../test/fault-clients.js';
 import pathgate from '../src/index.js';
-import { denied, filesIn, listen, newApp, sandbox } from './helpers.js';
+import { afterTest, denied, filesIn, listen, newApp, sandbox } from './helpers.js';
 
 // A 50 MB upload whose filename is denied: the 403 arrives promptly, nothing
 // is written, the server does not buffer the upload (RSS stays flat) and the
@@ -242,6 +242,13 @@ describe('an allowed 50 MB upload', () => {
     const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
       req.once('response', resolve).once('error', reject);
     }).then(readAnswer);
+    // A failed assertion must not leave the handler holding the server open;
+    // the answer it then never gets is no second failure.
+    afterTest(() => {
+      answer.catch(() => undefined);
+      req.destroy();
+      release();
+    });
     req.write(head);
     const taken = await writeFile(req, 0, () => drainedWithin(req, STALLED_MS));
     figures.push(
