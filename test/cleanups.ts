@@ -1,3 +1,4 @@
+import { existsSync, rmSync } from 'node:fs';
 import { afterEach } from 'vitest';
 
 // What a test leaves to undo: servers to close, sandboxes to remove. One that
@@ -31,4 +32,17 @@ export function cleanupsAfterEach(): (cleanup: Cleanup) => void {
   const cleanups: Cleanup[] = [];
   afterEach(() => runAll(cleanups.splice(0).reverse()));
   return (cleanup) => void cleanups.push(cleanup);
+}
+
+/**
+ * Removes `root` and all below it. Node 26's `rmSync` can return without an
+ * error yet leave the folder when a removal races it (@fastify/multipart or
+ * multer unlinking a file after the answer): removed again, and a folder
+ * still there throws, so no test leaves one in the temp dir unseen.
+ */
+export function removeTree(root: string): void {
+  for (let tries = 0; tries < 3 && existsSync(root); tries++) {
+    rmSync(root, { recursive: true, force: true });
+  }
+  if (existsSync(root)) throw new Error(`could not remove ${root}`);
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { type Answer, readAnswer } from '../../../test/answer.js';
-import { runAll } from '../../../test/cleanups.js';
+import { removeTree, runAll } from '../../../test/cleanups.js';
 
 /** A fresh sandbox root (real path: the policy compares canonical text). */
 export function tempRoot(): { root: string; remove: () => void } {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-express-')));
-  return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
+  return { root, remove: () => removeTree(root) };
 }
 
 /** Every regular file below `dir`, relative. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { expect, vi } from 'vitest';
 import { type Answer, forbidden, readAnswer } from '../../../test/answer.js';
-import { type Cleanup, cleanupsAfterEach } from '../../../test/cleanups.js';
+import { type Cleanup, cleanupsAfterEach, removeTree } from '../../../test/cleanups.js';
 import {
   exchangeRaw,
   type RawExchange,
@@ -21,24 +21,11 @@ import {
 /** Runs `cleanup` after the test, before the cleanups registered earlier, even if one throws. */
 export const afterTest: (cleanup: Cleanup) => void = cleanupsAfterEach();
 
-/**
- * Removes `root` and all below it. Node 26's `rmSync` can return without an
- * error yet leave the folder, when a removal races it (@fastify/multipart
- * unlinking a spooled file after the answer): removed again, and a folder
- * still there throws, so no test leaves one in the temp dir unseen.
- */
-function removeSandbox(root: string): void {
-  for (let tries = 0; tries < 3 && existsSync(root); tries++) {
-    rmSync(root, { recursive: true, force: true });
-  }
-  if (existsSync(root)) throw new Error(`could not remove the sandbox ${root}`);
-}
-
 /** A fresh sandbox root with `public/`, `uploads/` and `docs/` inside. */
 export function sandbox(): string {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'pathgate-fastify-')));
   for (const dir of ['public', 'uploads', 'docs']) mkdirSync(join(root, dir));
-  afterTest(() => removeSandbox(root));
+  afterTest(() => removeTree(root));
   return root;
 }
 
