@@ -154,6 +154,7 @@ describe('limits.fileSize reached in the second file', () => {
     const s = await serveUploads();
     const res = await postMultipart(s.port, '/save', twoFiles(LIMIT));
     expect(res.json).toEqual([`${s.root}/uploads/a.txt`, `${s.root}/uploads/b.txt`]);
+    await vi.waitFor(() => expect(filesIn(s.spool)).toEqual([]));
   });
 });
 
@@ -176,6 +177,9 @@ describe('the client hangs up in the second file', () => {
     expect(s.handled()).toBe(0);
     const next = await postMultipart(s.port, url, [file('f', 'c.txt')]);
     expect(next.status).toBe(200);
+    // @fastify/multipart unlinks what it spooled after the answer: the test
+    // ends once it has, not while the sandbox's removal would race it.
+    await vi.waitFor(() => expect(filesIn(s.spool)).toEqual([]));
   });
 });
 
