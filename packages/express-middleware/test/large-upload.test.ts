@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { denyBody } from '@pathgate/core';
 import express from 'express';
+import type multer from 'multer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type HeldUpload, heldUpload } from '../../../test/held-upload.js';
 import { type PathgateOptions, pathgate } from '../src/index.js';
 import {
   countingErrorHandler,
@@ -21,6 +23,7 @@ import { fetchUpload, httpUpload, type UploadOutcome } from './upload-clients.js
 // Set PATHGATE_REPORT=1 to print the figures.
 
 const SIZE_MB = 50;
+const MB = 1024 * 1024;
 const BOUND_MS = 5000;
 const DENIED = JSON.stringify(denyBody({ reason: 'path-not-in-allowlist', label: 'file avatar' }));
 const report = (label: string, outcome: UploadOutcome) => {
@@ -226,6 +229,59 @@ describe('the allowed upload and the next-mode deny', () => {
       expect(filesUnder(s.root)).toEqual([]);
     } finally {
       await teardown(s);
+    }
+  });
+});
+
+/** A route whose storage holds each file stream until `release`, then stores it with the gate's disk storage. */
+async function holdingSetup() {
+  const { root, remove } = tempRoot();
+  const gate = pathgate({ root, fs: ['rw:uploads/**'] });
+  const disk = gate.diskStorage();
+  let release = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held = { count: 0 };
+  const holding: multer.StorageEngine = {
+    _handleFile(req, file, callback) {
+      held.count += 1;
+      released.then(() => disk._handleFile(req, file, callback));
+    },
+    _removeFile: (req, file, callback) => disk._removeFile(req, file, callback),
+  };
+  const app = express();
+  app.post(
+    '/held',
+    gate.write({ file: 'avatar', under: 'uploads' }),
+    gate.multer({ storage: holding, limits: { fileSize: 100 * MB } }).single('avatar'),
+    (req, res) => res.json({ size: req.file?.size }),
+  );
+  return { served: await serve(app), root, remove, held, release };
+}
+
+describe(`an allowed ${SIZE_MB} MB upload`, () => {
+  it('streams to its storage intact, without buffering', async () => {
+    const h = await holdingSetup();
+    let upload: HeldUpload | undefined;
+    try {
+      upload = await heldUpload(h.served.port, '/held', {
+        field: 'avatar',
+        filename: 'big.bin',
+        size: SIZE_MB * MB,
+      });
+      if (process.env.PATHGATE_REPORT) console.info('held upload: taken MB', upload.taken / MB);
+      // Socket buffers and stream high-water marks hold a few MB; a server
+      // that buffered would take all 50 (test/held-upload.ts).
+      expect(upload.taken).toBeLessThan(16 * MB);
+      expect(h.held.count).toBe(1);
+      h.release();
+      expect(await upload.finish()).toMatchObject({ status: 200, json: { size: SIZE_MB * MB } });
+      const stored = readFileSync(join(h.root, 'uploads', 'big.bin'));
+      expect(stored.equals(Buffer.alloc(SIZE_MB * MB, 0x61))).toBe(true);
+    } finally {
+      upload?.abort();
+      h.release();
+      await h.served.close();
+      h.remove();
     }
   });
 });

@@ -2,14 +2,12 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rename } from 'node:fs/promises';
-import http from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { readAnswer } from '../../../test/answer.js';
-import { drainedOrClosed } from '../../../test/fault-clients.js';
+import { heldUpload } from '../../../test/held-upload.js';
 import pathgate from '../src/index.js';
 import { afterTest, denied, filesIn, listen, newApp, sandbox } from './helpers.js';
 
@@ -165,40 +163,9 @@ describe('a denied 50 MB upload', () => {
   );
 });
 
-// Whether the server buffers the body is read from back-pressure, not RSS:
-// while the handler holds the file stream, a server that streams lets the
-// client push only what the sockets and stream buffers hold; one that buffered
-// would take the whole body. (RSS mixes in V8's young generation, which grows
-// by tens of MB on Node 26 without anything being kept.)
-const CHUNK = Buffer.alloc(64 * 1024, 0x61);
-// Socket buffers and stream high-water marks hold a few MB; the body is 50.
+// Socket buffers and stream high-water marks hold a few MB; the body is 50
+// (test/held-upload.ts: a server that buffered would take all of it).
 const STREAMED_AT_MOST = 16 * MB;
-// No drain for this long, with the handler holding the stream: the body stalled.
-const STALLED_MS = 1000;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Resolves when `req` drained (true), or false when it stayed full for `ms`. */
-async function drainedWithin(req: http.ClientRequest, ms: number): Promise<boolean> {
-  return Promise.race([drainedOrClosed(req).then(() => true), sleep(ms).then(() => false)]);
-}
-
-/**
- * Writes the file from byte `sent` on, with back-pressure: after each full
- * write, `goOn` waits and says whether to write more. Returns the bytes written.
- */
-async function writeFile(
-  req: http.ClientRequest,
-  sent: number,
-  goOn: () => Promise<boolean>,
-): Promise<number> {
-  while (sent < SIZE && !req.destroyed) {
-    const n = Math.min(CHUNK.length, SIZE - sent);
-    sent += n;
-    if (!req.write(CHUNK.subarray(0, n)) && !(await goOn())) break;
-  }
-  return sent;
-}
 
 /** A server whose handler holds the file stream until `release` is called. */
 async function holdingServer() {
@@ -222,44 +189,23 @@ async function holdingServer() {
 describe('an allowed 50 MB upload', () => {
   it('streams to its pathgatePath intact, without buffering', async () => {
     const { root, held, release, port } = await holdingServer();
-    const boundary = 'pathgate-held-upload';
-    const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="upload"; filename="big.bin"\r\n` +
-        'Content-Type: application/octet-stream\r\n\r\n',
-    );
-    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/file',
-      agent: false,
-      headers: {
-        'content-type': `multipart/form-data; boundary=${boundary}`,
-        'content-length': head.length + SIZE + tail.length,
-      },
+    const upload = await heldUpload(port, '/file', {
+      field: 'upload',
+      filename: 'big.bin',
+      size: SIZE,
     });
-    const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
-      req.once('response', resolve).once('error', reject);
-    }).then(readAnswer);
-    // A failed assertion must not leave the handler holding the server open;
-    // the answer it then never gets is no second failure.
+    // A failed assertion must not leave the handler holding the server open.
     afterTest(() => {
-      answer.catch(() => undefined);
-      req.destroy();
+      upload.abort();
       release();
     });
-    req.write(head);
-    const taken = await writeFile(req, 0, () => drainedWithin(req, STALLED_MS));
     figures.push(
-      `allowed 50 MB, handler holding the stream: the server took ${(taken / MB).toFixed(1)} MB`,
+      `allowed 50 MB, handler holding the stream: the server took ${(upload.taken / MB).toFixed(1)} MB`,
     );
-    expect(taken).toBeLessThan(STREAMED_AT_MOST);
+    expect(upload.taken).toBeLessThan(STREAMED_AT_MOST);
     expect(held.count).toBe(1);
     release();
-    await writeFile(req, taken, () => drainedOrClosed(req).then(() => true));
-    req.end(tail);
-    expect(await answer).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await upload.finish()).toMatchObject({ status: 200, json: { ok: true } });
     expect(filesIn(root)).toEqual(['uploads/big.bin']);
     const hash = createHash('sha256');
     await pipeline(createReadStream(`${root}/uploads/big.bin`), hash);
