@@ -45,7 +45,11 @@ export function slices(body: Buffer, size: number): Buffer[] {
 }
 
 /** A request to 127.0.0.1 on a fresh connection (POST unless `sent` says otherwise). */
-function open(port: number, sent: Sent, headers: http.OutgoingHttpHeaders | undefined) {
+export function openRequest(
+  port: number,
+  sent: Sent,
+  headers: http.OutgoingHttpHeaders | undefined,
+) {
   return http.request({
     host: '127.0.0.1',
     port,
@@ -84,7 +88,7 @@ export function exchange(port: number, sent: Sent): Promise<Answer> {
   const headers = chunked ? sent.headers : { 'content-length': total, ...sent.headers };
   return new Promise((resolve) => {
     const answer: Answer = { sent: 0 };
-    const req = open(port, sent, headers);
+    const req = openRequest(port, sent, headers);
     const started = performance.now();
     let settled = false;
     const finish = () => {
@@ -132,7 +136,7 @@ export async function abortedUpload(
   until: (answer: Answer) => Promise<unknown>,
 ): Promise<Answer> {
   const answer: Answer = { sent: 0 };
-  const req = open(port, sent, { ...sent.headers, 'content-length': sent.contentLength });
+  const req = openRequest(port, sent, { ...sent.headers, 'content-length': sent.contentLength });
   req.on('response', (res) => {
     answer.status = res.statusCode;
     res.resume();

@@ -4,9 +4,9 @@
 // only what the sockets and stream buffers hold; a buffering one takes the
 // whole body. RSS cannot tell them apart: V8's young generation alone grows
 // by tens of MB on Node 26 without anything being kept.
-import http from 'node:http';
+import type http from 'node:http';
 import { type Answer, readAnswer } from './answer.js';
-import { drainedOrClosed } from './fault-clients.js';
+import { drainedOrClosed, openRequest } from './fault-clients.js';
 
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 // No drain for this long, with the stream held: the body has stalled.
@@ -62,17 +62,14 @@ export async function heldUpload(
       'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
-  const req = http.request({
-    host: '127.0.0.1',
+  const req = openRequest(
     port,
-    method: 'POST',
-    path,
-    agent: false,
-    headers: {
+    { path },
+    {
       'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
       'content-length': head.length + size + tail.length,
     },
-  });
+  );
   const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
     req.once('response', resolve).once('error', reject);
   }).then(readAnswer);
