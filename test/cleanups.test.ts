@@ -43,6 +43,14 @@ describe('runAll', () => {
     ]);
   });
 
+  it('one that hangs: given up on after the limit, the next run all the same', async () => {
+    const ran: string[] = [];
+    const hanging = () => new Promise(() => {});
+    const run = runAll([hanging, () => ran.push('remove')], 50);
+    await expect(run).rejects.toThrow('a clean-up still ran after 50 ms');
+    expect(ran).toEqual(['remove']);
+  });
+
   it('none that throws: resolves', async () => {
     await expect(runAll([() => {}, async () => {}])).resolves.toBeUndefined();
   });

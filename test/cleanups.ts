@@ -6,15 +6,37 @@ import { afterEach } from 'vitest';
 
 export type Cleanup = () => unknown;
 
+// A clean-up still running after this long is given up on (it goes on in
+// the background), so that one hanging close leaves no sandbox behind it:
+// vitest's hook timeout (10 s) would end them all.
+const CLEANUP_LIMIT_MS = 5000;
+
+/** Settles as `cleanup` does, or rejects once it has run `ms` without settling. */
+async function withinLimit(cleanup: Cleanup, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`a clean-up still ran after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(cleanup), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
- * Runs every clean-up, in order, each even when one before it threw; then
- * throws what failed: the one error as it is, several as an AggregateError.
+ * Runs every clean-up, in order, each even when one before it threw or hung
+ * past `limitMs`; then throws what failed: the one error as it is, several as
+ * an AggregateError.
  */
-export async function runAll(cleanups: readonly Cleanup[]): Promise<void> {
+export async function runAll(
+  cleanups: readonly Cleanup[],
+  limitMs = CLEANUP_LIMIT_MS,
+): Promise<void> {
   const errors: unknown[] = [];
   for (const cleanup of cleanups) {
     try {
-      await cleanup();
+      await withinLimit(cleanup, limitMs);
     } catch (error) {
       errors.push(error);
     }
