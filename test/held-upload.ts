@@ -2,8 +2,8 @@
 // it, by back-pressure rather than memory: while the server's handler (or
 // storage) holds the file stream, a streaming server lets the client push
 // only what the sockets and stream buffers hold; a buffering one takes the
-// whole body. RSS cannot tell them apart: V8's young generation alone grows
-// by tens of MB on Node 26 without anything being kept.
+// whole body. RSS cannot tell them apart: on Node 26 a server's RSS rose by
+// 40–49 MB while it streamed a 50 MB upload to disk, keeping none of it.
 import type http from 'node:http';
 import { type Answer, readAnswer } from './answer.js';
 import { drainedOrClosed, openRequest } from './fault-clients.js';
