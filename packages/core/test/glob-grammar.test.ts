@@ -372,6 +372,10 @@ const BAD_GLOBS: readonly string[] = [
   'a[b',
   '[',
   '[!',
+  // a `]` first is a member, so these classes stay open
+  '[]',
+  '[!]',
+  '[^]',
   'x/[a',
   // unbalanced `{`
   'a{b',
