@@ -5,6 +5,7 @@
 // whole body. RSS cannot tell them apart: on Node 26 a server's RSS rose by
 // 40–49 MB while it streamed a 50 MB upload to disk, keeping none of it.
 import type http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { type Answer, readAnswer } from './answer.js';
 import { drainedOrClosed, openRequest } from './fault-clients.js';
 
@@ -12,6 +13,9 @@ const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 // No drain for this long, with the stream held: the body has stalled.
 const STALLED_MS = 1000;
 const BOUNDARY = 'pathgate-held-upload';
+
+/** What a streaming server may take while the stream is held: socket buffers and stream high-water marks hold a few MB. */
+export const STREAMED_AT_MOST = 16 * 1024 * 1024;
 
 export interface HeldUpload {
   /** Body bytes of the file the server took before the upload stalled. */
@@ -22,11 +26,9 @@ export interface HeldUpload {
   abort(): void;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** Resolves true when `req` drained, false when it stayed full for `ms`. */
 function drainedWithin(req: http.ClientRequest, ms: number): Promise<boolean> {
-  return Promise.race([drainedOrClosed(req).then(() => true), sleep(ms).then(() => false)]);
+  return Promise.race([drainedOrClosed(req).then(() => true), delay(ms).then(() => false)]);
 }
 
 /**

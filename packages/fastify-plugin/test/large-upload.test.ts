@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { heldUpload } from '../../../test/held-upload.js';
+import { heldUpload, STREAMED_AT_MOST } from '../../../test/held-upload.js';
 import pathgate from '../src/index.js';
 import { afterTest, denied, filesIn, listen, newApp, sandbox } from './helpers.js';
 
@@ -162,10 +162,6 @@ describe('a denied 50 MB upload', () => {
     },
   );
 });
-
-// Socket buffers and stream high-water marks hold a few MB; the body is 50
-// (test/held-upload.ts: a server that buffered would take all of it).
-const STREAMED_AT_MOST = 16 * MB;
 
 /** A server whose handler holds the file stream until `release` is called. */
 async function holdingServer() {
