@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { campaignTimeout } from './campaign.js';
 import { type Answered, Holdings } from './cutoff-invariants.js';
 import { batches, contentOf, label, send, type Timed } from './cutoff-requests.js';
 import { NOTHING_AROUND, servedPairForSuite } from './examples-model-apps.js';
@@ -27,8 +28,8 @@ import { idle } from './process-idle.js';
 const SEED = 20261206;
 const RUNS = Number(process.env.CUTOFF_RUNS ?? 30);
 const seed = Number(process.env.CUTOFF_SEED ?? SEED);
-// CUTOFF_TIMEOUT (ms) bounds the test for a longer campaign.
-const TIMEOUT = Number(process.env.CUTOFF_TIMEOUT ?? 120_000);
+// CUTOFF_TIMEOUT (ms) bounds the test; without it, the bound grows with CUTOFF_RUNS.
+const TIMEOUT = campaignTimeout('CUTOFF_TIMEOUT', RUNS, 4_000);
 
 /** Sends `batch` to the server at `port`, the held requests released in one tick; their statuses in order. */
 async function sendBatch(port: number, batch: readonly Timed[], contents: readonly string[]) {

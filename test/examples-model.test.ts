@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { campaignTimeout } from './campaign.js';
 import { postJson } from './examples.js';
 import { SandboxModel } from './examples-model.js';
 import { NOTHING_AROUND, SANDBOX_BYTES, servedPairForSuite } from './examples-model-apps.js';
@@ -17,10 +18,11 @@ import { COMMANDS, observed, reached } from './examples-model-commands.js';
 // nothing may appear beside it. A failure shrinks to a minimal list of
 // commands.
 
-// MODEL_SEED, MODEL_RUNS and MODEL_TIMEOUT (ms) override these for a longer campaign.
+// MODEL_SEED, MODEL_RUNS and MODEL_TIMEOUT (ms) override these for a longer campaign;
+// the timeout grows with the runs by itself.
 const SEED = Number(process.env.MODEL_SEED ?? 20261205);
 const RUNS = Number(process.env.MODEL_RUNS ?? 80);
-const TIMEOUT = Number(process.env.MODEL_TIMEOUT ?? 120_000);
+const TIMEOUT = campaignTimeout('MODEL_TIMEOUT', RUNS, 1_500);
 /** Answers the runs must reach (`reached`): each operation's success and its failures, not only denies. */
 const REACHED = [
   'list 200',

@@ -1,6 +1,6 @@
 import { checkFs, isInside } from '@pathgate/core';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   FRAMEWORKS,
   type Framework,
@@ -23,6 +23,7 @@ import {
   ROOT,
   ROUTES,
 } from './attack-corpus.js';
+import { campaignTimeout } from './campaign.js';
 import {
   encode,
   flags,
@@ -47,8 +48,10 @@ import {
 // over; the handler runs only on allow, and every path it gets lies inside
 // the root and passes an independent `checkFs`.
 
-// HFUZZ_RUNS and HFUZZ_SEED override the runs and the (random) seed; raise --testTimeout with them.
+// HFUZZ_RUNS, HFUZZ_SEED and HFUZZ_TIMEOUT (ms, each property's test) override the runs, the
+// (random) seed and the timeout, which grows with the runs by itself.
 const RUNS = Number(process.env.HFUZZ_RUNS ?? 250);
+vi.setConfig({ testTimeout: campaignTimeout('HFUZZ_TIMEOUT', RUNS, 20) });
 const SEED = process.env.HFUZZ_SEED === undefined ? undefined : Number(process.env.HFUZZ_SEED);
 
 /** Allowed and denied answers in the current property: both must occur, or it proved little. */

@@ -2,6 +2,7 @@ import { type PathDenial, type PathSpec, PermissionPolicy } from '@pathgate/core
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { listenNode, type Route, type Sent, send, startApps } from './apps.js';
+import { campaignTimeout } from './campaign.js';
 import {
   encode,
   flags,
@@ -39,10 +40,11 @@ import {
 // (refused by express.json()) or on a GET (Fastify does not read it).
 // Multipart filenames are fuzzed in fuzz-http and the upload matrix.
 
-// PFUZZ_SEED, PFUZZ_RUNS and PFUZZ_TIMEOUT (ms) override these for a longer campaign.
+// PFUZZ_SEED, PFUZZ_RUNS and PFUZZ_TIMEOUT (ms) override these for a longer campaign;
+// the timeout grows with the runs by itself.
 const SEED = Number(process.env.PFUZZ_SEED ?? 20261202);
 const RUNS = Number(process.env.PFUZZ_RUNS ?? 400);
-const TIMEOUT = Number(process.env.PFUZZ_TIMEOUT ?? 30_000);
+const TIMEOUT = campaignTimeout('PFUZZ_TIMEOUT', RUNS, 75);
 const ROOT = '/srv/root';
 
 // ---- policies -------------------------------------------------------------------
