@@ -1,5 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import { afterEach } from 'vitest';
+import { beforeDeadline } from './deadline.js';
 
 // What a test leaves to undo: servers to close, sandboxes to remove. One that
 // throws must not leave the others undone (a sandbox left in the temp dir).
@@ -12,17 +13,8 @@ export type Cleanup = () => unknown;
 const CLEANUP_LIMIT_MS = 5000;
 
 /** Settles as `cleanup` does, or rejects once it has run `ms` without settling. */
-async function withinLimit(cleanup: Cleanup, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`a clean-up still ran after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([Promise.resolve().then(cleanup), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const withinLimit = (cleanup: Cleanup, ms: number): Promise<unknown> =>
+  beforeDeadline(Promise.resolve().then(cleanup), ms, `a clean-up still ran after ${ms} ms`);
 
 /**
  * Runs every clean-up, in order, each even when one before it threw or hung

@@ -6,6 +6,7 @@ import multipart, { type FastifyMultipartOptions, type MultipartFile } from '@fa
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../../test/answer.js';
+import { beforeDeadline } from '../../../test/deadline.js';
 import { exchangeRaw, rawRequest } from '../../../test/raw-http.js';
 import pathgate from '../src/index.js';
 import {
@@ -329,16 +330,8 @@ async function runRow(row: Row): Promise<void> {
 
 /** Waits for the work the request started; work still running after the deadline fails the row. */
 async function settled(work: Promise<unknown>[]): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    const message = `work still running ${SETTLE_DEADLINE} ms after the answer`;
-    timer = setTimeout(() => reject(new Error(message)), SETTLE_DEADLINE);
-  });
-  try {
-    await Promise.race([Promise.all(work), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const message = `work still running ${SETTLE_DEADLINE} ms after the answer`;
+  await beforeDeadline(Promise.all(work), SETTLE_DEADLINE, message);
 }
 
 const LARGE = (code: string) => ({ statusCode: 413, code });
